@@ -1,0 +1,129 @@
+//! The socket protocol between the session worker and the orchestrator.
+//!
+//! Newline-delimited JSON over an inherited Unix socket. The worker sends
+//! [`WorkerMessage`]s; the orchestrator answers each model request with one
+//! [`OrchestratorMessage`]. The worker never holds provider settings or keys.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ChatRequest, ChatResponse};
+
+/// The fd number the worker finds its end of the socket at.
+pub const WORKER_FD: i32 = 3;
+/// The environment variable that tells the worker its socket fd.
+pub const FD_ENV: &str = "LONGRUN_BROKER_FD";
+
+/// What the worker tells the orchestrator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorkerMessage {
+    /// Ask the model; the orchestrator answers with `ModelResponse` or `ModelError`.
+    ModelRequest { request: ChatRequest },
+    /// Something happened that the orchestrator records (and shows as progress).
+    Event { event: SessionEvent },
+    /// The session is over; the worker exits after sending this.
+    Finished { report: WorkerReport },
+}
+
+/// What the orchestrator answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OrchestratorMessage {
+    ModelResponse {
+        response: ChatResponse,
+        /// A message from the harness to put before the next request (e.g. "stop now").
+        #[serde(default)]
+        notice: Option<String>,
+    },
+    ModelError {
+        message: String,
+        /// The whole run must stop (for example, the key was refused).
+        fatal: bool,
+    },
+}
+
+/// Things the worker reports while it runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// The harness ran `init.sh` before the first model call.
+    InitScript { exit_code: Option<i32>, output_tail: String },
+    /// One tool call and how it went.
+    ToolCall { step: u32, name: String, summary: String, is_error: bool },
+    /// A check the harness ran.
+    CheckResult { name: String, passed: bool, output_tail: String },
+    /// A harness message to the model (budget warning, loop notice, ...).
+    Notice { text: String },
+}
+
+/// How the worker's session ended, from its own side.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkerReport {
+    /// `completed` (the model stopped calling tools) or the limit that ended it.
+    pub ended: WorkerEnd,
+    /// Why, in words, when it did not complete.
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub steps: u32,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerEnd {
+    /// The model stopped calling tools.
+    Completed,
+    /// A budget or a loop ended it.
+    Incomplete,
+    /// The model could not be reached, or the harness failed.
+    Failed,
+    /// Told to stop and did.
+    Stopped,
+}
+
+/// The worker's end of the socket, blocking.
+pub struct WorkerLink {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl WorkerLink {
+    pub fn new(stream: UnixStream) -> anyhow::Result<WorkerLink> {
+        let writer = stream.try_clone().context("failed to clone the broker socket")?;
+        Ok(WorkerLink { reader: BufReader::new(stream), writer })
+    }
+
+    /// The socket the orchestrator passed at [`WORKER_FD`].
+    pub fn inherited() -> anyhow::Result<WorkerLink> {
+        use std::os::fd::FromRawFd;
+        let fd: i32 = std::env::var(FD_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .context("the worker was started without a broker socket")?;
+        // SAFETY: the orchestrator placed an open socket at this fd for us and nothing else owns it.
+        let stream = unsafe { UnixStream::from_raw_fd(fd) };
+        WorkerLink::new(stream)
+    }
+
+    pub fn send(&mut self, message: &WorkerMessage) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        self.writer.write_all(&line).context("the orchestrator went away")
+    }
+
+    pub fn receive(&mut self) -> anyhow::Result<OrchestratorMessage> {
+        let mut line = String::new();
+        let n = self.reader.read_line(&mut line).context("the orchestrator went away")?;
+        anyhow::ensure!(n > 0, "the orchestrator closed the broker socket");
+        serde_json::from_str(&line).context("the orchestrator sent a malformed message")
+    }
+
+    /// Send a model request and wait for the answer.
+    pub fn ask(&mut self, request: ChatRequest) -> anyhow::Result<OrchestratorMessage> {
+        self.send(&WorkerMessage::ModelRequest { request })?;
+        self.receive()
+    }
+}

@@ -1,0 +1,101 @@
+//! Command-line definitions (clap). Parsing only: no I/O here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "longrun",
+    version,
+    about = "Build software overnight with a coding agent, safely",
+    long_about = "Build software overnight with a coding agent, safely.\n\n\
+        `longrun init SPEC` turns a spec into a project with a feature list; \
+        `longrun continue` then runs fresh, kernel-confined worker sessions, one feature each, \
+        verifies every session independently and records it on main's first-parent history."
+)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug). RUST_LOG is honoured too.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The project directory, shared by every command that works on a project.
+#[derive(Debug, Args, Clone)]
+pub struct DirArg {
+    /// The project directory.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a project from a spec: commit SPEC.md and longrun.toml, then run the initializer session.
+    Init {
+        /// The spec, a Markdown file describing what to build.
+        spec: PathBuf,
+        #[command(flatten)]
+        dir: DirArg,
+        /// The model, as PROVIDER:NAME (for example scripted:model.json).
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// Print only errors.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Run worker sessions, one feature each, verified and recorded on main.
+    Continue {
+        #[command(flatten)]
+        dir: DirArg,
+        /// How many worker sessions to run (default 1, or no limit with --until-done).
+        #[arg(long, value_name = "N")]
+        sessions: Option<u32>,
+        /// Keep going until every feature passes or every remaining one is stuck.
+        #[arg(long)]
+        until_done: bool,
+        /// The model, as PROVIDER:NAME; overrides LONGRUN_MODEL and longrun.toml.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// Print only errors.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Features passing, attempts, verdicts, the next feature, tokens.
+    Status {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One row per session, read from the trailers on main's first-parent history.
+    Log {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build a small bundled project with the bundled scripted model: no key, no network.
+    Demo {
+        /// Where to build it (default: a new directory under the system temp dir).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// The session worker (started by the orchestrator).
+    #[command(name = "__worker", hide = true)]
+    Worker {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Confine this process as SPEC says, then exec the command.
+    #[command(name = "__exec", hide = true)]
+    Exec {
+        #[arg(long)]
+        spec: String,
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+}

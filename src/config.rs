@@ -1,0 +1,170 @@
+//! `longrun.toml`: the project's committed settings.
+//!
+//! Parsed without side effects; every error names the file and the field.
+//! Later layers (flags, environment) are applied by the callers that own them.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::bad_input;
+
+pub const FILE_NAME: &str = "longrun.toml";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub model: ModelSection,
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+    #[serde(default)]
+    pub checks: ChecksSection,
+    #[serde(default)]
+    pub budget: BudgetSection,
+    #[serde(default)]
+    pub run: RunSection,
+}
+
+/// `[model]`: which model the sessions use, when neither `--model` nor `LONGRUN_MODEL` says.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    pub provider: Option<String>,
+    pub name: Option<String>,
+}
+
+/// `[sandbox]`: the confinement profile and extra paths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    #[serde(default = "default_profile")]
+    pub profile: String,
+    /// Extra paths the session may read (and execute).
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    /// Extra paths the session may write.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+}
+
+fn default_profile() -> String {
+    "default".into()
+}
+
+impl Default for SandboxSection {
+    fn default() -> Self {
+        SandboxSection { profile: default_profile(), read_only: Vec::new(), writable: Vec::new() }
+    }
+}
+
+/// `[checks]`: commands run after every worker session, in a fresh confined checkout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChecksSection {
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Seconds each check (and init.sh) may run during verification.
+    #[serde(default = "default_check_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_check_timeout() -> u64 {
+    600
+}
+
+impl Default for ChecksSection {
+    fn default() -> Self {
+        ChecksSection { commands: Vec::new(), timeout_secs: default_check_timeout() }
+    }
+}
+
+/// `[budget]`: what one session may spend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSection {
+    /// Model turns per session.
+    #[serde(default = "default_steps")]
+    pub steps: u32,
+    /// Wall time per session, in seconds; the worker is killed past it.
+    #[serde(default = "default_wall_time")]
+    pub wall_time_secs: u64,
+}
+
+fn default_steps() -> u32 {
+    200
+}
+fn default_wall_time() -> u64 {
+    1800
+}
+
+impl Default for BudgetSection {
+    fn default() -> Self {
+        BudgetSection { steps: default_steps(), wall_time_secs: default_wall_time() }
+    }
+}
+
+/// `[run]`: rules across sessions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Failed attempts after which a feature is stuck and skipped.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// Paths a worker session may not change.
+    #[serde(default = "default_protected")]
+    pub protected: Vec<String>,
+}
+
+fn default_max_attempts() -> u32 {
+    3
+}
+fn default_protected() -> Vec<String> {
+    vec!["SPEC.md".into(), FILE_NAME.into()]
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection { max_attempts: default_max_attempts(), protected: default_protected() }
+    }
+}
+
+impl Config {
+    /// Parse `text`, naming `origin` (the file) in any error.
+    pub fn parse(text: &str, origin: &Path) -> anyhow::Result<Config> {
+        toml::from_str(text).map_err(|e| {
+            bad_input(format!(
+                "{} is not valid: {}; fix that field or remove it to use the default",
+                origin.display(),
+                e.to_string().trim_end()
+            ))
+        })
+    }
+
+    /// Read `DIR/longrun.toml`; a missing file gives the defaults.
+    pub fn load(project_dir: &Path) -> anyhow::Result<Config> {
+        let path = project_dir.join(FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(bad_input(format!("cannot read {}: {e}", path.display()))),
+        }
+    }
+
+    /// The file `init` commits: every setting written out with a comment.
+    pub fn render_initial(model: Option<(&str, &str)>) -> String {
+        let model = match model {
+            Some((provider, name)) => format!(
+                "provider = {}\nname = {}\n",
+                toml_string(provider),
+                toml_string(name)
+            ),
+            None => "# provider = \"openai\"\n# name = \"gpt-4o\"\n".to_string(),
+        };
+        crate::templates::LONGRUN_TOML.replace("{{model}}", &model)
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}

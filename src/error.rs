@@ -1,0 +1,50 @@
+//! Errors that decide the process exit code.
+//!
+//! Most code returns `anyhow::Result`; an error whose chain holds a
+//! [`BadInput`] exits 2, anything else exits 1. Outcomes that are not errors
+//! (stopped early, interrupted) are [`Outcome`] values.
+
+use std::process::ExitCode;
+
+/// Bad input or usage: the user can fix it. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// Build an `anyhow::Error` that exits 2.
+pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(BadInput(message.into()))
+}
+
+/// How a command that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done as asked: exit 0.
+    Done,
+    /// `continue` stopped early: everything left is stuck, or a limit ran out. Exit 3.
+    StoppedEarly,
+    /// Interrupted by a signal: exit 130.
+    Interrupted,
+    /// The run itself failed after it started (provider unusable, a session could not be set up). Exit 1.
+    RunFailed,
+}
+
+impl Outcome {
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::Done => ExitCode::from(0),
+            Outcome::RunFailed => ExitCode::from(1),
+            Outcome::StoppedEarly => ExitCode::from(3),
+            Outcome::Interrupted => ExitCode::from(130),
+        }
+    }
+}
+
+/// The exit code for an error: 2 when its chain holds a [`BadInput`], else 1.
+pub fn exit_code_for(err: &anyhow::Error) -> ExitCode {
+    if err.chain().any(|cause| cause.downcast_ref::<BadInput>().is_some()) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
+}

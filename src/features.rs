@@ -1,0 +1,251 @@
+//! `features.json`: the feature list, its validation and the passes-only rule.
+//!
+//! Two formats are read: longrun's own `{"features": [{"id", ...}]}` and the
+//! top-level array of Anthropic's autonomous-coding `feature_list.json`, whose
+//! features get ids F001, F002, ... by position.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+pub const FILE_NAME: &str = "features.json";
+
+/// One feature, as the orchestrator needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Feature {
+    pub id: String,
+    pub description: String,
+    /// A shell command that passes only when the feature works.
+    pub check: Option<String>,
+    pub passes: bool,
+    /// The whole object as written, for the passes-only comparison.
+    raw: Value,
+}
+
+/// A parsed feature list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeatureList {
+    pub features: Vec<Feature>,
+}
+
+impl FeatureList {
+    /// Parse the text of a `features.json`. The error says what is wrong and where.
+    pub fn parse(text: &str) -> Result<FeatureList, String> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("{FILE_NAME} is not valid JSON: {e}"))?;
+        let (items, positional) = match &value {
+            Value::Array(items) => (items, true),
+            Value::Object(map) => match map.get("features") {
+                Some(Value::Array(items)) => (items, false),
+                Some(_) => return Err(format!("{FILE_NAME}: `features` must be an array")),
+                None => {
+                    return Err(format!(
+                        "{FILE_NAME} has no `features` array: expected {{\"features\": [{{\"id\": ..., \"passes\": false}}]}}"
+                    ))
+                }
+            },
+            _ => return Err(format!("{FILE_NAME} must be an object with a `features` array")),
+        };
+        let features = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| Feature::from_value(i, item, positional))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FeatureList { features })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Feature> {
+        self.features.iter().find(|f| f.id == id)
+    }
+
+    pub fn passing(&self) -> usize {
+        self.features.iter().filter(|f| f.passes).count()
+    }
+
+    /// The rules an initializer's list must meet: at least one feature, unique ids, none passing.
+    pub fn initial_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.features.is_empty() {
+            problems.push(format!("{FILE_NAME} lists no features"));
+        }
+        let mut seen = HashSet::new();
+        for f in &self.features {
+            if !seen.insert(f.id.as_str()) {
+                problems.push(format!("{FILE_NAME}: feature id `{}` appears more than once", f.id));
+            }
+            if f.passes {
+                problems.push(format!(
+                    "{FILE_NAME}: feature `{}` starts with passes: true; every feature must start false",
+                    f.id
+                ));
+            }
+        }
+        problems
+    }
+}
+
+impl Feature {
+    fn from_value(index: usize, item: &Value, positional: bool) -> Result<Feature, String> {
+        let at = format!("{FILE_NAME}: feature #{}", index + 1);
+        let obj = item.as_object().ok_or_else(|| format!("{at} is not an object"))?;
+        let id = if positional {
+            format!("F{:03}", index + 1)
+        } else {
+            match obj.get("id") {
+                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+                Some(Value::String(_)) => return Err(format!("{at} has an empty `id`")),
+                Some(_) => return Err(format!("{at}: `id` must be a string")),
+                None => return Err(format!("{at} has no `id`")),
+            }
+        };
+        let passes = match obj.get("passes") {
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(format!("{at} (`{id}`): `passes` must be true or false")),
+            None => return Err(format!("{at} (`{id}`) has no `passes` field")),
+        };
+        let description = match obj.get("description") {
+            Some(Value::String(s)) => s.clone(),
+            None => String::new(),
+            Some(_) => return Err(format!("{at} (`{id}`): `description` must be a string")),
+        };
+        let check = match obj.get("check") {
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(Value::String(_)) | Some(Value::Null) | None => None,
+            Some(_) => return Err(format!("{at} (`{id}`): `check` must be a shell command string")),
+        };
+        if let Some(steps) = obj.get("steps") {
+            if !steps.is_array() {
+                return Err(format!("{at} (`{id}`): `steps` must be an array of strings"));
+            }
+        }
+        Ok(Feature { id, description, check, passes, raw: item.clone() })
+    }
+
+    /// The feature's object as written, pretty-printed.
+    pub fn pretty_json(&self) -> String {
+        serde_json::to_string_pretty(&self.raw).unwrap_or_default()
+    }
+
+    /// Every field but `passes`, for comparing two versions of the feature.
+    fn without_passes(&self) -> Value {
+        let mut v = self.raw.clone();
+        if let Value::Object(map) = &mut v {
+            map.remove("passes");
+        }
+        v
+    }
+}
+
+/// The passes-only rule between a session's base and its head: same ids in the
+/// same order, every field but `passes` equal as JSON, and only `assigned`
+/// changed, false to true. Returns the reasons it was broken, if any.
+pub fn passes_only_problems(base: &str, head: &str, assigned: &str) -> Vec<String> {
+    let base = match FeatureList::parse(base) {
+        Ok(list) => list,
+        Err(e) => return vec![format!("the base {FILE_NAME} does not parse: {e}")],
+    };
+    let head = match FeatureList::parse(head) {
+        Ok(list) => list,
+        Err(e) => return vec![format!("the session left a broken {FILE_NAME}: {e}")],
+    };
+    let base_ids: Vec<&str> = base.features.iter().map(|f| f.id.as_str()).collect();
+    let head_ids: Vec<&str> = head.features.iter().map(|f| f.id.as_str()).collect();
+    if base_ids != head_ids {
+        return vec![describe_id_change(&base_ids, &head_ids)];
+    }
+    let mut problems = Vec::new();
+    for (b, h) in base.features.iter().zip(&head.features) {
+        if b.without_passes() != h.without_passes() {
+            problems.push(format!(
+                "{FILE_NAME}: feature `{}` was edited; only its `passes` field may change",
+                b.id
+            ));
+        }
+        match (b.passes, h.passes) {
+            (false, true) if b.id != assigned => problems.push(format!(
+                "{FILE_NAME}: feature `{}` was set to passes: true, but this session was assigned `{assigned}`",
+                b.id
+            )),
+            (true, false) => problems.push(format!(
+                "{FILE_NAME}: feature `{}` went from passes: true to false",
+                b.id
+            )),
+            _ => {}
+        }
+    }
+    problems
+}
+
+fn describe_id_change(base: &[&str], head: &[&str]) -> String {
+    let removed: Vec<&str> = base.iter().filter(|id| !head.contains(id)).copied().collect();
+    let added: Vec<&str> = head.iter().filter(|id| !base.contains(id)).copied().collect();
+    if !removed.is_empty() {
+        format!("{FILE_NAME}: feature(s) {} were removed; features may never be removed", removed.join(", "))
+    } else if !added.is_empty() {
+        format!("{FILE_NAME}: feature(s) {} were added; a worker may not add features", added.join(", "))
+    } else {
+        format!("{FILE_NAME}: features were reordered; the order is the priority and may not change")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"{"features": [
+        {"id": "a", "description": "one", "steps": ["x"], "passes": false},
+        {"id": "b", "description": "two", "passes": false}
+    ]}"#;
+
+    #[test]
+    fn flipping_the_assigned_feature_is_allowed_whatever_the_formatting() {
+        let head = r#"{"features":[{"passes":true,"steps":["x"],"description":"one","id":"a"},
+            {"id":"b","description":"two","passes":false}]}"#;
+        assert_eq!(passes_only_problems(BASE, head, "a"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn editing_a_description_is_refused() {
+        let head = BASE.replace("\"two\"", "\"2\"");
+        let problems = passes_only_problems(BASE, &head, "a");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("`b` was edited"), "{problems:?}");
+    }
+
+    #[test]
+    fn flipping_another_feature_is_refused() {
+        let head = BASE.replace(r#""two", "passes": false"#, r#""two", "passes": true"#);
+        let problems = passes_only_problems(BASE, &head, "a");
+        assert!(problems[0].contains("`b` was set to passes: true"), "{problems:?}");
+    }
+
+    #[test]
+    fn removing_and_reordering_are_refused() {
+        let removed = r#"{"features": [{"id": "a", "description": "one", "steps": ["x"], "passes": false}]}"#;
+        assert!(passes_only_problems(BASE, removed, "a")[0].contains("b were removed"));
+        let reordered = r#"{"features": [
+            {"id": "b", "description": "two", "passes": false},
+            {"id": "a", "description": "one", "steps": ["x"], "passes": false}]}"#;
+        assert!(passes_only_problems(BASE, reordered, "a")[0].contains("reordered"));
+    }
+
+    #[test]
+    fn the_array_format_gets_positional_ids() {
+        let list = FeatureList::parse(
+            r#"[{"category": "functional", "description": "d", "steps": [], "passes": false},
+                {"category": "style", "description": "e", "steps": [], "passes": false}]"#,
+        )
+        .map_err(|e| e.to_string());
+        let ids: Vec<String> = list.map(|l| l.features.into_iter().map(|f| f.id).collect()).unwrap_or_default();
+        assert_eq!(ids, ["F001", "F002"]);
+    }
+
+    #[test]
+    fn initial_lists_must_be_nonempty_unique_and_false() {
+        let list = FeatureList::parse(r#"{"features": []}"#).map_err(|e| e.to_string());
+        assert_eq!(list.map(|l| l.initial_problems().len()).ok(), Some(1));
+        let dup = r#"{"features": [{"id": "a", "passes": false}, {"id": "a", "passes": true}]}"#;
+        let problems = FeatureList::parse(dup).map(|l| l.initial_problems()).unwrap_or_default();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+    }
+}

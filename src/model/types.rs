@@ -1,0 +1,89 @@
+//! Provider-neutral request and response types.
+//!
+//! These cross the broker socket as JSON, so they are plain serde data.
+
+use serde::{Deserialize, Serialize};
+
+/// A tool the model may call: its name, what it does and its JSON schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One tool call in a model response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id; every tool result answers one call by this id.
+    pub id: String,
+    pub name: String,
+    /// The arguments exactly as the model sent them: a JSON string that may be malformed.
+    pub arguments: String,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(default)]
+        text: String,
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, answering `call_id`.
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// What the worker asks the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Token counts of one request, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    pub usage: Usage,
+    /// Cost of this request in US dollars, when the price is known.
+    #[serde(default)]
+    pub cost_usd: f64,
+}

@@ -1,0 +1,59 @@
+//! `longrun demo`: a whole init + continue run on a bundled spec with the
+//! bundled scripted model. No key, no network.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::init::{init, InitArgs};
+use super::run::{continue_run, ContinueArgs};
+use super::status::{log, status};
+use crate::error::{bad_input, Outcome};
+use crate::templates::{DEMO_MODEL, DEMO_SPEC, DEMO_TOML};
+
+pub struct DemoArgs {
+    pub dir: Option<PathBuf>,
+}
+
+pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
+    let dir = match args.dir {
+        Some(d) => {
+            if d.exists() && std::fs::read_dir(&d)?.next().is_some() {
+                return Err(bad_input(format!("{} is not empty; give the demo a new directory", d.display())));
+            }
+            std::fs::create_dir_all(&d)?;
+            d
+        }
+        None => tempfile::Builder::new()
+            .prefix("longrun-demo-")
+            .tempdir()
+            .context("failed to make a directory for the demo")?
+            .keep(),
+    };
+    let dir = dir.canonicalize()?;
+    println!("demo project: {}", dir.display());
+    let model = dir.join(".longrun").join("demo-model.json");
+    std::fs::create_dir_all(dir.join(".longrun"))?;
+    std::fs::write(&model, DEMO_MODEL)?;
+    std::fs::write(dir.join("SPEC.md"), DEMO_SPEC)?;
+    std::fs::write(dir.join("longrun.toml"), DEMO_TOML.replace("{{model}}", &model.display().to_string()))?;
+
+    let outcome = init(InitArgs { spec: dir.join("SPEC.md"), dir: dir.clone(), model: None, quiet: false }).await?;
+    if outcome != Outcome::Done {
+        return Ok(outcome);
+    }
+    let outcome = continue_run(ContinueArgs {
+        dir: dir.clone(),
+        sessions: None,
+        until_done: true,
+        model: None,
+        quiet: false,
+    })
+    .await?;
+    println!("\n$ longrun status --dir {}", dir.display());
+    print!("{}", status(&dir, false)?);
+    println!("\n$ longrun log --dir {}", dir.display());
+    print!("{}", log(&dir, false)?);
+    println!("\nThe audit log with plain git: git -C {} log --first-parent", dir.display());
+    Ok(outcome)
+}

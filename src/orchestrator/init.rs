@@ -1,0 +1,103 @@
+//! `longrun init SPEC`: a new project from a spec, and its initializer session.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::run::{run_initializer, Interrupt};
+use super::{resolve_model, Project, Reporter, Verdict};
+use crate::config::{self, Config};
+use crate::error::{bad_input, Outcome};
+use crate::model::open_provider;
+use crate::repo;
+
+pub struct InitArgs {
+    pub spec: PathBuf,
+    pub dir: PathBuf,
+    pub model: Option<String>,
+    pub quiet: bool,
+}
+
+/// Read the spec; missing, empty or non-UTF-8 is bad input.
+fn read_spec(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        bad_input(format!("cannot read the spec {}: {e}; pass the path of a Markdown spec", path.display()))
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| bad_input(format!("the spec {} is not UTF-8 text; save it as UTF-8", path.display())))?;
+    if text.trim().is_empty() {
+        return Err(bad_input(format!(
+            "the spec {} is empty; describe what to build in it first",
+            path.display()
+        )));
+    }
+    Ok(text)
+}
+
+pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
+    let spec_text = read_spec(&args.spec)?;
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|e| bad_input(format!("cannot create {}: {e}", args.dir.display())))?;
+    let dir = args.dir.canonicalize()?;
+    let spec_path = args.spec.canonicalize()?;
+    let repo = repo::init_or_open(&dir)?;
+    if let Some(head) = repo::main_head(&repo)? {
+        if repo::read_file_at(&repo, head, config::FILE_NAME)?.is_some() {
+            return Err(bad_input(format!(
+                "{} already holds a longrun project; run `longrun continue --dir {}` instead",
+                dir.display(),
+                dir.display()
+            )));
+        }
+    }
+    repo::ensure_excluded(&repo, "/.longrun/")?;
+    // The spec itself and a prepared longrun.toml may be waiting, uncommitted.
+    let allowed = |p: &str| p == config::FILE_NAME || dir.join(p) == spec_path;
+    let dirty: Vec<String> = repo::dirty_paths(&repo)?.into_iter().filter(|p| !allowed(p)).collect();
+    if !dirty.is_empty() {
+        return Err(bad_input(format!(
+            "{} has uncommitted changes ({}); commit or stash them first",
+            dir.display(),
+            dirty.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+
+    // Settings: a prepared longrun.toml wins; otherwise the default, with the model if given.
+    let toml_path = dir.join(config::FILE_NAME);
+    let prepared = toml_path.exists();
+    let config = if prepared { Config::load(&dir)? } else { Config::default() };
+    let model = resolve_model(args.model.as_deref(), &config, &dir)?;
+    let provider = open_provider(&model)?;
+    if !prepared {
+        let text = Config::render_initial(Some((model.kind.prefix(), &model.name)));
+        std::fs::write(&toml_path, text).with_context(|| format!("failed to write {}", toml_path.display()))?;
+    }
+    std::fs::write(dir.join("SPEC.md"), &spec_text)?;
+    repo::commit_paths(&repo, &["SPEC.md", config::FILE_NAME], "longrun: add the spec and settings")?;
+
+    let project = Project::open(&dir)?;
+    let reporter = Reporter { quiet: args.quiet };
+    let interrupt = Interrupt::install()?;
+    let outcome = run_initializer(&project, &provider, &reporter, &interrupt).await?;
+    if interrupt.is_set() {
+        return Ok(Outcome::Interrupted);
+    }
+    if outcome.verdict != Verdict::Accepted {
+        eprintln!(
+            "error: the initializer session was {}; main holds no features. Reasons:",
+            outcome.verdict
+        );
+        for r in &outcome.reasons {
+            eprintln!("  - {r}");
+        }
+        eprintln!("Run `longrun continue --dir {}` to try the initializer again.", dir.display());
+        return Ok(Outcome::RunFailed);
+    }
+    let count = project.features()?.map(|l| l.features.len()).unwrap_or(0);
+    reporter.line(&format!(
+        "initialized {}: {count} features. Next: longrun continue --dir {} --sessions N",
+        dir.display(),
+        dir.display()
+    ));
+    Ok(Outcome::Done)
+}

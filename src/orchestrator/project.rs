@@ -1,0 +1,89 @@
+//! A longrun project: its directory, repo and committed settings.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use git2::Repository;
+
+use super::History;
+use crate::config::{self, Config};
+use crate::error::bad_input;
+use crate::features::{self, FeatureList};
+use crate::model::ModelSpec;
+use crate::repo;
+
+pub struct Project {
+    pub dir: PathBuf,
+    pub repo: Repository,
+    pub config: Config,
+}
+
+impl Project {
+    /// Open the longrun project at `dir`; a clear error when it is not one.
+    pub fn open(dir: &Path) -> anyhow::Result<Project> {
+        let not_project = || {
+            bad_input(format!(
+                "{} is not a longrun project: run `longrun init SPEC --dir {}` first",
+                dir.display(),
+                dir.display()
+            ))
+        };
+        if !dir.is_dir() {
+            return Err(bad_input(format!("{} does not exist or is not a directory", dir.display())));
+        }
+        let dir = dir.canonicalize().with_context(|| format!("cannot resolve {}", dir.display()))?;
+        let repo = Repository::open(&dir).map_err(|_| not_project())?;
+        if repo.workdir().map(|w| w.canonicalize().ok() != Some(dir.clone())).unwrap_or(true) {
+            return Err(not_project());
+        }
+        let head = repo::main_head(&repo)?.ok_or_else(not_project)?;
+        let toml = repo::read_file_at(&repo, head, config::FILE_NAME)?.ok_or_else(not_project)?;
+        let config = Config::parse(&toml, &dir.join(config::FILE_NAME))?;
+        Ok(Project { dir, repo, config })
+    }
+
+    pub fn history(&self) -> anyhow::Result<History> {
+        Ok(History::from_log(&repo::first_parent_log(&self.repo)?))
+    }
+
+    /// The feature list on main, if the initializer has written one.
+    pub fn features(&self) -> anyhow::Result<Option<FeatureList>> {
+        let Some(head) = repo::main_head(&self.repo)? else { return Ok(None) };
+        match repo::read_file_at(&self.repo, head, features::FILE_NAME)? {
+            None => Ok(None),
+            Some(text) => FeatureList::parse(&text)
+                .map(Some)
+                .map_err(|e| bad_input(format!("{e} (on main in {}); fix it with a commit on main", self.dir.display()))),
+        }
+    }
+
+    pub fn longrun_dir(&self) -> PathBuf {
+        crate::state::longrun_dir(&self.dir)
+    }
+}
+
+/// The model to use: `--model`, then `LONGRUN_MODEL`, then `[model]` in longrun.toml.
+/// Flag and environment paths resolve against the current directory; the file's
+/// against the project directory.
+pub fn resolve_model(flag: Option<&str>, config: &Config, project_dir: &Path) -> anyhow::Result<ModelSpec> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    if let Some(text) = flag {
+        return ModelSpec::parse(text, &cwd);
+    }
+    if let Ok(text) = std::env::var("LONGRUN_MODEL") {
+        if !text.trim().is_empty() {
+            return ModelSpec::parse(text.trim(), &cwd);
+        }
+    }
+    match (&config.model.provider, &config.model.name) {
+        (Some(provider), Some(name)) => ModelSpec::from_parts(provider, name, project_dir),
+        (Some(_), None) | (None, Some(_)) => Err(bad_input(format!(
+            "{}: [model] needs both `provider` and `name`",
+            project_dir.join(config::FILE_NAME).display()
+        ))),
+        (None, None) => Err(bad_input(
+            "no model chosen: pass --model PROVIDER:NAME (for example --model scripted:model.json), \
+             set LONGRUN_MODEL, or set provider and name under [model] in longrun.toml",
+        )),
+    }
+}

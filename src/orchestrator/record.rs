@@ -1,0 +1,95 @@
+//! The verdict commit on main: its message and trailers.
+
+use git2::Oid;
+
+use super::{Project, Verdict};
+use crate::model::Usage;
+use crate::repo;
+
+/// Everything a verdict commit says.
+pub struct Record<'a> {
+    pub number: u32,
+    pub role: &'a str,
+    pub feature: Option<&'a str>,
+    pub verdict: Verdict,
+    pub reasons: &'a [String],
+    pub model: &'a str,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub steps: u32,
+    pub duration_s: u64,
+    pub sandbox: &'a [String],
+}
+
+pub fn work_ref(number: u32) -> String {
+    format!("refs/longrun/sessions/{number:04}")
+}
+
+/// One line, safe as a trailer value.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+pub fn message(r: &Record) -> String {
+    let what = match r.feature {
+        Some(f) => format!("{}, {f}", r.role),
+        None => r.role.to_string(),
+    };
+    let mut msg = format!("longrun: session {} ({what}) {}\n\n", r.number, r.verdict);
+    if r.reasons.is_empty() {
+        msg.push_str("Verified: every rule and check passed.\n\n");
+    } else {
+        for reason in r.reasons {
+            msg.push_str(&format!("- {}\n", one_line(reason)));
+        }
+        msg.push('\n');
+    }
+    let mut t = vec![
+        ("Longrun-Session", r.number.to_string()),
+        ("Longrun-Role", r.role.to_string()),
+    ];
+    if let Some(f) = r.feature {
+        t.push(("Longrun-Feature", f.to_string()));
+    }
+    t.push(("Longrun-Verdict", r.verdict.to_string()));
+    for reason in r.reasons {
+        t.push(("Longrun-Reason", one_line(reason)));
+    }
+    t.extend([
+        ("Longrun-Model", one_line(r.model)),
+        ("Longrun-Tokens-In", r.usage.input_tokens.to_string()),
+        ("Longrun-Tokens-Out", r.usage.output_tokens.to_string()),
+        ("Longrun-Tokens-Cached", r.usage.cached_tokens.to_string()),
+        ("Longrun-Cost-USD", format!("{:.4}", r.cost_usd)),
+        ("Longrun-Steps", r.steps.to_string()),
+        ("Longrun-Duration-S", r.duration_s.to_string()),
+    ]);
+    if r.verdict != Verdict::Accepted {
+        t.push(("Longrun-Work-Ref", work_ref(r.number)));
+    }
+    for layer in r.sandbox {
+        t.push(("Longrun-Sandbox", one_line(layer)));
+    }
+    for (k, v) in t {
+        msg.push_str(&format!("{k}: {v}\n"));
+    }
+    msg
+}
+
+/// Write the verdict commit. An accepted session whose merge conflicts is
+/// recorded as rejected instead; the verdict actually recorded is returned.
+pub fn record(project: &Project, r: &Record, work: Oid) -> anyhow::Result<(Verdict, Vec<String>, Oid)> {
+    if r.verdict == Verdict::Accepted {
+        match repo::record_merge(&project.repo, work, &message(r)) {
+            Ok(oid) => return Ok((Verdict::Accepted, Vec::new(), oid)),
+            Err(e) => {
+                let reasons = vec![format!("could not merge into main: {e:#}")];
+                let rejected = Record { verdict: Verdict::Rejected, reasons: &reasons, ..*r };
+                let oid = repo::record_empty(&project.repo, &message(&rejected))?;
+                return Ok((Verdict::Rejected, reasons, oid));
+            }
+        }
+    }
+    let oid = repo::record_empty(&project.repo, &message(r))?;
+    Ok((r.verdict, r.reasons.to_vec(), oid))
+}

@@ -1,0 +1,127 @@
+//! `longrun status` and `longrun log`: read-only views of the project,
+//! decided from main's history (features.json and the verdict trailers).
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::run::next_feature;
+use super::{History, Project};
+
+pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
+    let project = Project::open(dir)?;
+    let history = project.history()?;
+    let features = project.features()?.map(|l| l.features).unwrap_or_default();
+    let next = next_feature(&project, &history)?;
+    let max = project.config.run.max_attempts;
+    let (tokens_in, tokens_out) = history.tokens();
+    let passing = features.iter().filter(|f| f.passes).count();
+    if as_json {
+        let rows: Vec<_> = features
+            .iter()
+            .map(|f| {
+                let s = history.stats(&f.id);
+                json!({
+                    "id": f.id, "description": f.description, "passes": f.passes,
+                    "attempts": s.attempts, "failed_attempts": s.failed_attempts,
+                    "stuck": !f.passes && history.is_stuck(&f.id, max),
+                    "last_verdict": s.last_verdict, "last_reasons": s.last_reasons,
+                })
+            })
+            .collect();
+        let value = json!({
+            "project": project.dir, "passing": passing, "total": features.len(),
+            "initialized": history.initialized(), "features": rows,
+            "next_feature": next.map(|f| f.id), "sessions": history.sessions.len(),
+            "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
+        });
+        return Ok(serde_json::to_string_pretty(&value)? + "\n");
+    }
+    let mut out = format!("{passing}/{} features passing\n\n", features.len());
+    if features.is_empty() {
+        out.push_str("no features yet: the initializer has not been accepted\n\n");
+    } else {
+        let mut table = vec![vec!["ID".to_string(), "PASSES".into(), "ATTEMPTS".into(), "LAST VERDICT".into(), "DESCRIPTION".into()]];
+        for f in &features {
+            let s = history.stats(&f.id);
+            let stuck = !f.passes && history.is_stuck(&f.id, max);
+            table.push(vec![
+                f.id.clone(),
+                if f.passes { "yes".into() } else if stuck { "STUCK".into() } else { "no".into() },
+                s.attempts.to_string(),
+                s.last_verdict.clone().unwrap_or_else(|| "-".into()),
+                truncate(&f.description, 50),
+            ]);
+        }
+        out.push_str(&render_table(&table));
+        out.push('\n');
+        for f in features.iter().filter(|f| !f.passes && history.is_stuck(&f.id, max)) {
+            let why = history.stats(&f.id).last_reasons.join("; ");
+            out.push_str(&format!("stuck: {} ({why}); `longrun retry {}` tries it again\n", f.id, f.id));
+        }
+    }
+    out.push_str(&format!(
+        "next feature: {}\nsessions run: {}\ntokens: {tokens_in} in, {tokens_out} out; cost ${:.4}\n",
+        next.map(|f| f.id).unwrap_or_else(|| "none".into()),
+        history.sessions.len(),
+        history.cost()
+    ));
+    Ok(out)
+}
+
+pub fn log(dir: &Path, as_json: bool) -> anyhow::Result<String> {
+    let project = Project::open(dir)?;
+    let history: History = project.history()?;
+    if as_json {
+        return Ok(serde_json::to_string_pretty(&history.sessions)? + "\n");
+    }
+    let mut table = vec![vec![
+        "SESSION".to_string(), "ROLE".into(), "FEATURE".into(), "VERDICT".into(), "STEPS".into(),
+        "TOKENS IN/OUT".into(), "COST".into(), "TIME".into(), "COMMIT".into(), "REASON".into(),
+    ]];
+    for s in &history.sessions {
+        table.push(vec![
+            s.session.to_string(),
+            s.role.clone(),
+            s.feature.clone().unwrap_or_else(|| "-".into()),
+            s.verdict.clone(),
+            s.steps.to_string(),
+            format!("{}/{}", s.tokens_in, s.tokens_out),
+            format!("${:.4}", s.cost_usd),
+            format!("{}s", s.duration_s),
+            s.commit.chars().take(8).collect(),
+            truncate(s.reasons.first().map(String::as_str).unwrap_or(""), 60),
+        ]);
+    }
+    if history.sessions.is_empty() {
+        return Ok("no sessions yet\n".into());
+    }
+    Ok(render_table(&table))
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(max - 1).collect::<String>())
+    }
+}
+
+/// Left-aligned columns, two spaces apart, no trailing spaces.
+fn render_table(rows: &[Vec<String>]) -> String {
+    let cols = rows.first().map(Vec::len).unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| format!("{cell:<width$}", width = widths[c]))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

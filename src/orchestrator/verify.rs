@@ -1,0 +1,215 @@
+//! Independent verification of a session, from outside it.
+//!
+//! The work is collected (uncommitted changes committed as WIP, HEAD fetched
+//! into the main repo at the session's ref), the rules are checked on the
+//! commits, and `init.sh` and the checks run in a fresh confined checkout.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::record::work_ref;
+use super::Project;
+use crate::features::{self, Feature, FeatureList};
+use crate::sandbox::SandboxSpec;
+use crate::session::Role;
+use crate::{progress, repo};
+
+/// A check run during verification.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckRun {
+    pub name: String,
+    pub command: String,
+    pub passed: bool,
+    pub output_tail: String,
+}
+
+/// The session's work, brought into the main repo.
+pub struct Work {
+    pub head: Oid,
+    /// Uncommitted changes had to be committed as WIP.
+    pub wip: bool,
+}
+
+/// Commit leftovers as WIP and fetch the session's HEAD to `refs/longrun/sessions/NNNN`.
+pub fn collect_work(project: &Project, work_dir: &Path, number: u32) -> anyhow::Result<Work> {
+    let work = Repository::open(work_dir)?;
+    let wip = repo::commit_wip(
+        &work,
+        &format!("longrun: WIP left uncommitted by session {number}"),
+    )?
+    .is_some();
+    let head = repo::fetch_head(&project.repo, work_dir, &work_ref(number))?;
+    Ok(Work { head, wip })
+}
+
+/// The rules on the commits themselves: descent, features.json, protected paths.
+pub fn rule_problems(
+    project: &Project,
+    role: Role,
+    feature: Option<&Feature>,
+    base: Oid,
+    work: &Work,
+) -> anyhow::Result<Vec<String>> {
+    let repo = &project.repo;
+    let mut problems = Vec::new();
+    if work.wip {
+        problems.push("the session left uncommitted changes (kept in a WIP commit at its ref)".into());
+    }
+    if !repo::descends_from(repo, work.head, base)? {
+        problems.push(
+            "the session rewrote history: its HEAD does not descend from the session's base commit".into(),
+        );
+        return Ok(problems);
+    }
+    let changed = repo::changed_paths(repo, base, work.head)?;
+    for path in &project.config.run.protected {
+        if changed.iter().any(|c| c == path) {
+            problems.push(format!("protected path {path} was changed"));
+        }
+    }
+    match role {
+        Role::Initializer => problems.extend(initializer_problems(repo, work.head)?),
+        Role::Worker => {
+            let id = feature.map(|f| f.id.as_str()).unwrap_or("");
+            problems.extend(worker_problems(repo, base, work.head, id)?);
+        }
+    }
+    Ok(problems)
+}
+
+fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<String>> {
+    let mut problems = Vec::new();
+    match repo::read_file_at(repo, head, features::FILE_NAME)? {
+        None => problems.push(format!("the initializer left no {}", features::FILE_NAME)),
+        Some(text) => match FeatureList::parse(&text) {
+            Ok(list) => problems.extend(list.initial_problems()),
+            Err(e) => problems.push(e),
+        },
+    }
+    match repo::file_mode_at(repo, head, "init.sh")? {
+        None => problems.push("the initializer left no init.sh".into()),
+        Some(mode) if mode != 0o100755 => {
+            problems.push("init.sh is not executable (commit it with mode 755)".into())
+        }
+        Some(_) => {}
+    }
+    if repo::read_file_at(repo, head, progress::FILE_NAME)?.is_none() {
+        problems.push(format!("the initializer left no {}", progress::FILE_NAME));
+    }
+    Ok(problems)
+}
+
+fn worker_problems(repo: &Repository, base: Oid, head: Oid, assigned: &str) -> anyhow::Result<Vec<String>> {
+    let before = repo::read_file_at(repo, base, features::FILE_NAME)?.unwrap_or_default();
+    let Some(after) = repo::read_file_at(repo, head, features::FILE_NAME)? else {
+        return Ok(vec![format!("{} was deleted", features::FILE_NAME)]);
+    };
+    let mut problems = features::passes_only_problems(&before, &after, assigned);
+    if problems.is_empty() {
+        let done = FeatureList::parse(&after).ok().and_then(|l| l.get(assigned).map(|f| f.passes));
+        if done != Some(true) {
+            problems.push(format!(
+                "feature `{assigned}` still has passes: false; the session did not mark it done"
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+/// Where a verification run happens.
+pub struct CheckPlace {
+    pub dir: PathBuf,
+    pub spec: SandboxSpec,
+}
+
+/// Check out `head` fresh under `session_dir/verify` and build its sandbox spec.
+pub fn prepare_checkout(project: &Project, session_dir: &Path, head: Oid) -> anyhow::Result<CheckPlace> {
+    let root = session_dir.join("verify");
+    if root.exists() {
+        std::fs::remove_dir_all(&root)?;
+    }
+    let dir = root.join("work");
+    let (tmp, home) = (root.join("tmp"), root.join("home"));
+    std::fs::create_dir_all(&tmp)?;
+    std::fs::create_dir_all(&home)?;
+    repo::checkout_commit(&project.dir, &dir, head)?;
+    let spec = super::session::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
+    Ok(CheckPlace { dir, spec })
+}
+
+/// Run `init.sh`, the feature's check and (for workers) the global checks in
+/// one confined process, so that servers `init.sh` starts live through the
+/// checks. Each step writes its output and exit code to files in the
+/// checkout's tmp; the whole process group is killed at the end.
+pub async fn run_checks(
+    project: &Project,
+    place: &CheckPlace,
+    role: Role,
+    feature: Option<&Feature>,
+) -> anyhow::Result<Vec<CheckRun>> {
+    let mut steps: Vec<(String, String)> = Vec::new();
+    if place.dir.join("init.sh").exists() {
+        let _ = std::fs::set_permissions(place.dir.join("init.sh"), std::fs::Permissions::from_mode(0o755));
+        steps.push(("init.sh".into(), "./init.sh".into()));
+    }
+    if role == Role::Worker {
+        if let Some(f) = feature {
+            if let Some(check) = &f.check {
+                steps.push((format!("feature {}", f.id), check.clone()));
+            }
+        }
+        for (i, command) in project.config.checks.commands.iter().enumerate() {
+            steps.push((format!("check {}", i + 1), command.clone()));
+        }
+    }
+    if steps.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = place.spec.tmp.join("longrun-checks");
+    std::fs::create_dir_all(&out)?;
+    let per_step = project.config.checks.timeout_secs;
+    let mut script = String::from("exec </dev/null >/dev/null 2>&1\n");
+    for (i, (_, command)) in steps.iter().enumerate() {
+        std::fs::write(out.join(format!("{i}.sh")), command)?;
+        let o = out.display();
+        script.push_str(&format!(
+            "timeout -k 5 {per_step} bash {o}/{i}.sh > {o}/{i}.log 2>&1; echo $? > {o}/{i}.rc\n"
+        ));
+        if i == 0 && steps[0].0 == "init.sh" {
+            script.push_str(&format!("[ \"$(cat {o}/0.rc)\" = 0 ] || exit 0\n"));
+        }
+    }
+    let argv = vec!["bash".to_string(), "-c".to_string(), script];
+    let mut cmd = crate::sandbox::command(&place.spec, &argv)?;
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(cmd).kill_on_drop(true).spawn()?;
+    let pid = child.id();
+    let limit = Duration::from_secs(per_step.saturating_add(10).saturating_mul(steps.len() as u64));
+    let finished = tokio::time::timeout(limit, child.wait()).await;
+    if let Some(pid) = pid {
+        // Whatever init.sh or a check left running goes with the process group.
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+    }
+    let _ = child.wait().await;
+    let mut runs = Vec::new();
+    for (i, (name, command)) in steps.iter().enumerate() {
+        let rc = std::fs::read_to_string(out.join(format!("{i}.rc"))).ok();
+        let Some(rc) = rc.map(|r| r.trim().to_string()) else {
+            if finished.is_err() {
+                runs.push(CheckRun { name: name.clone(), command: command.clone(), passed: false, output_tail: "[verification timed out]".into() });
+            }
+            continue;
+        };
+        let log = std::fs::read(out.join(format!("{i}.log"))).unwrap_or_default();
+        let mut tail = progress::tail(&String::from_utf8_lossy(&log), 40);
+        if rc == "124" || rc == "137" {
+            tail.push_str(&format!("\n[timed out after {per_step} s]"));
+        }
+        runs.push(CheckRun { name: name.clone(), command: command.clone(), passed: rc == "0", output_tail: tail });
+    }
+    Ok(runs)
+}

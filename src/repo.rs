@@ -1,0 +1,317 @@
+//! Everything that touches git internals, through git2.
+//!
+//! The orchestrator writes the project's main branch only through here:
+//! commits with trailers, verdict merges, session refs, and the first-parent
+//! log that is the audit trail.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use git2::{build::CheckoutBuilder, BranchType, IndexAddOption, Oid, Repository, Signature};
+
+pub const MAIN: &str = "main";
+pub const MAIN_REF: &str = "refs/heads/main";
+
+/// The identity of commits the orchestrator makes.
+pub fn signature() -> anyhow::Result<Signature<'static>> {
+    Signature::now("longrun", "longrun@localhost").context("failed to make a git signature")
+}
+
+/// Open the repo at `dir`, or create it with `main` as the initial branch.
+pub fn init_or_open(dir: &Path) -> anyhow::Result<Repository> {
+    if let Ok(repo) = Repository::open(dir) {
+        if repo.workdir().map(|w| same_path(w, dir)).unwrap_or(false) {
+            return Ok(repo);
+        }
+    }
+    let mut opts = git2::RepositoryInitOptions::new();
+    opts.initial_head(MAIN);
+    Repository::init_opts(dir, &opts)
+        .with_context(|| format!("failed to create a git repository in {}", dir.display()))
+}
+
+/// Open the project's repo at exactly `dir`.
+pub fn open(dir: &Path) -> anyhow::Result<Repository> {
+    let repo = Repository::open(dir)
+        .with_context(|| format!("{} is not a git repository", dir.display()))?;
+    Ok(repo)
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Add `pattern` to `.git/info/exclude` once.
+pub fn ensure_excluded(repo: &Repository, pattern: &str) -> anyhow::Result<()> {
+    let path = repo.path().join("info").join("exclude");
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    if current.lines().any(|l| l.trim() == pattern) {
+        return Ok(());
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(pattern);
+    text.push('\n');
+    crate::fsutil::write_atomic(&path, text.as_bytes())
+}
+
+/// Paths with uncommitted changes (untracked files included, ignored ones not).
+pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
+    let statuses = repo.statuses(Some(&mut opts)).context("failed to read git status")?;
+    Ok(statuses.iter().filter_map(|s| s.path().map(str::to_string)).collect())
+}
+
+/// The commit `main` points at, if any.
+pub fn main_head(repo: &Repository) -> anyhow::Result<Option<Oid>> {
+    match repo.find_branch(MAIN, BranchType::Local) {
+        Ok(branch) => Ok(branch.get().target()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e).context("failed to read the main branch"),
+    }
+}
+
+/// HEAD of a repo, if it has one.
+pub fn head(repo: &Repository) -> Option<Oid> {
+    repo.head().ok().and_then(|h| h.target())
+}
+
+/// Commit the given paths of the work tree onto `main` (which may be unborn).
+pub fn commit_paths(repo: &Repository, paths: &[&str], message: &str) -> anyhow::Result<Oid> {
+    let mut index = repo.index()?;
+    for p in paths {
+        index.add_path(Path::new(p)).with_context(|| format!("failed to stage {p}"))?;
+    }
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let parent = main_head(repo)?.map(|oid| repo.find_commit(oid)).transpose()?;
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    let sig = signature()?;
+    let oid = repo.commit(Some(MAIN_REF), &sig, &sig, message, &tree, &parents)?;
+    if repo.head_detached().unwrap_or(false) || repo.head().is_err() {
+        repo.set_head(MAIN_REF)?;
+    }
+    Ok(oid)
+}
+
+/// A local clone of `source`'s main branch at `dest`, objects hard-linked where possible.
+pub fn clone_main(source: &Path, dest: &Path) -> anyhow::Result<Repository> {
+    let url = source.canonicalize().unwrap_or_else(|_| source.to_path_buf());
+    let mut builder = git2::build::RepoBuilder::new();
+    builder.branch(MAIN).clone_local(git2::build::CloneLocal::Local);
+    builder
+        .clone(&url.to_string_lossy(), dest)
+        .with_context(|| format!("failed to clone {} into {}", source.display(), dest.display()))
+}
+
+/// Check out `oid` detached in a fresh clone at `dest`, for verification.
+pub fn checkout_commit(source: &Path, dest: &Path, oid: Oid) -> anyhow::Result<()> {
+    let repo = clone_main(source, dest)?;
+    let commit = repo
+        .find_commit(oid)
+        .with_context(|| format!("commit {oid} is not in {}", source.display()))?;
+    repo.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))?;
+    repo.set_head_detached(oid)?;
+    Ok(())
+}
+
+/// Commit whatever the session left uncommitted in its clone, as WIP. Returns the new HEAD
+/// when there was something to commit.
+pub fn commit_wip(work: &Repository, message: &str) -> anyhow::Result<Option<Oid>> {
+    if dirty_paths(work)?.is_empty() {
+        return Ok(None);
+    }
+    let mut index = work.index()?;
+    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    index.write()?;
+    let tree = work.find_tree(index.write_tree()?)?;
+    let parent = head(work).map(|oid| work.find_commit(oid)).transpose()?;
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    let sig = signature()?;
+    let oid = work.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?;
+    Ok(Some(oid))
+}
+
+/// Bring `work`'s HEAD into `repo` as `refname`; returns the commit.
+pub fn fetch_head(repo: &Repository, work_dir: &Path, refname: &str) -> anyhow::Result<Oid> {
+    let url = work_dir.to_string_lossy().to_string();
+    let mut remote = repo.remote_anonymous(&url)?;
+    remote
+        .fetch(&[format!("+HEAD:{refname}")], None, None)
+        .with_context(|| format!("failed to fetch the session's work from {}", work_dir.display()))?;
+    let oid = repo.refname_to_id(refname)?;
+    Ok(oid)
+}
+
+/// Point `refname` at `oid`.
+pub fn set_ref(repo: &Repository, refname: &str, oid: Oid, why: &str) -> anyhow::Result<()> {
+    repo.reference(refname, oid, true, why)?;
+    Ok(())
+}
+
+/// True when `head` is `base` or descends from it.
+pub fn descends_from(repo: &Repository, head: Oid, base: Oid) -> anyhow::Result<bool> {
+    Ok(head == base || repo.graph_descendant_of(head, base)?)
+}
+
+/// The text of `path` at commit `oid`, or None when it does not exist there.
+pub fn read_file_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<String>> {
+    let tree = repo.find_commit(oid)?.tree()?;
+    let entry = match tree.get_path(Path::new(path)) {
+        Ok(e) => e,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let blob = entry.to_object(repo)?.peel_to_blob()?;
+    Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+}
+
+/// The file mode of `path` at `oid` (to check init.sh is executable).
+pub fn file_mode_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<i32>> {
+    let tree = repo.find_commit(oid)?.tree()?;
+    Ok(tree.get_path(Path::new(path)).ok().map(|e| e.filemode()))
+}
+
+/// Paths that differ between two commits.
+pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> anyhow::Result<Vec<String>> {
+    let a = repo.find_commit(from)?.tree()?;
+    let b = repo.find_commit(to)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    let mut paths = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(p) = file.path() {
+                let p = p.to_string_lossy().to_string();
+                if !paths.contains(&p) {
+                    paths.push(p);
+                }
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// Record an accepted session: a merge commit of `work` into main, first parent main.
+/// Fails, changing nothing, when the merge conflicts.
+pub fn record_merge(repo: &Repository, work: Oid, message: &str) -> anyhow::Result<Oid> {
+    let main = main_head(repo)?.context("main has no commits")?;
+    let main_commit = repo.find_commit(main)?;
+    let work_commit = repo.find_commit(work)?;
+    let tree_id = if repo.graph_descendant_of(work, main)? {
+        work_commit.tree_id()
+    } else {
+        let mut index = repo.merge_commits(&main_commit, &work_commit, None)?;
+        if index.has_conflicts() {
+            let paths: Vec<String> = index
+                .conflicts()?
+                .filter_map(|c| c.ok())
+                .filter_map(|c| c.our.or(c.their).map(|e| String::from_utf8_lossy(&e.path).to_string()))
+                .collect();
+            bail!("merge conflict in {}", paths.join(", "));
+        }
+        index.write_tree_to(repo)?
+    };
+    let tree = repo.find_tree(tree_id)?;
+    let sig = signature()?;
+    let oid = repo.commit(None, &sig, &sig, message, &tree, &[&main_commit, &work_commit])?;
+    advance_main(repo, main, oid)?;
+    Ok(oid)
+}
+
+/// Record a session that was not accepted: an empty commit on main.
+pub fn record_empty(repo: &Repository, message: &str) -> anyhow::Result<Oid> {
+    let main = main_head(repo)?.context("main has no commits")?;
+    let main_commit = repo.find_commit(main)?;
+    let tree = main_commit.tree()?;
+    let sig = signature()?;
+    let oid = repo.commit(None, &sig, &sig, message, &tree, &[&main_commit])?;
+    advance_main(repo, main, oid)?;
+    Ok(oid)
+}
+
+/// Move main from `old` to `new`: the work tree first (safely, keeping the user's
+/// edits), then the ref, which is the single point where the change lands.
+fn advance_main(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()> {
+    let on_main = repo
+        .head()
+        .ok()
+        .and_then(|h| h.name().map(|n| n == MAIN_REF))
+        .unwrap_or(false);
+    if on_main && !repo.is_bare() {
+        let target = repo.find_commit(new)?;
+        repo.checkout_tree(target.as_object(), Some(CheckoutBuilder::new().safe()))
+            .context("failed to update the project's work tree")?;
+    }
+    repo.reference_matching(MAIN_REF, new, true, old, "longrun: record session")
+        .context("main moved while a session was recorded")?;
+    Ok(())
+}
+
+/// One commit of main's first-parent history.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    pub id: Oid,
+    pub time: i64,
+    pub summary: String,
+    pub trailers: Vec<(String, String)>,
+}
+
+impl LogEntry {
+    pub fn trailer(&self, key: &str) -> Option<&str> {
+        self.trailers.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+    pub fn trailers_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.trailers.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// main's first-parent history, oldest first.
+pub fn first_parent_log(repo: &Repository) -> anyhow::Result<Vec<LogEntry>> {
+    let Some(head) = main_head(repo)? else { return Ok(Vec::new()) };
+    let mut walk = repo.revwalk()?;
+    walk.push(head)?;
+    walk.simplify_first_parent()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let mut entries = Vec::new();
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let message = commit.message().unwrap_or("");
+        let trailers = git2::message_trailers_strs(message)
+            .map(|t| t.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+            .unwrap_or_default();
+        entries.push(LogEntry {
+            id: commit.id(),
+            time: commit.time().seconds(),
+            summary: commit.summary().unwrap_or("").to_string(),
+            trailers,
+        });
+    }
+    Ok(entries)
+}
+
+/// The project directory's real path (the work dir of its repo).
+pub fn workdir(repo: &Repository) -> anyhow::Result<PathBuf> {
+    repo.workdir().map(Path::to_path_buf).context("the project repository has no work tree")
+}
+
+/// `git log --oneline -N` of HEAD in `dir`, newest first.
+pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
+    let repo = Repository::open(dir)?;
+    let Some(head) = head(&repo) else { return Ok(String::new()) };
+    let mut walk = repo.revwalk()?;
+    walk.push(head)?;
+    let mut lines = Vec::new();
+    for oid in walk.take(max) {
+        let commit = repo.find_commit(oid?)?;
+        let id = commit.id().to_string();
+        lines.push(format!("{} {}", &id[..7], commit.summary().unwrap_or("")));
+    }
+    Ok(lines.join("\n"))
+}

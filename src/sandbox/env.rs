@@ -1,0 +1,29 @@
+//! The scrubbed environment of a confined process.
+
+use super::SandboxSpec;
+
+/// Variables passed through from the parent when set.
+const PASSED: &[&str] = &["PATH", "LANG", "TERM", "TZ"];
+
+/// The environment a session (or a verification run) gets: an allowlist of
+/// the parent's variables, a git identity, and HOME and TMPDIR in the session.
+pub fn session_env(spec: &SandboxSpec) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| PASSED.contains(&k.as_str()) || k.starts_with("LC_"))
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    let home = spec.home.display().to_string();
+    let tmp = spec.tmp.display().to_string();
+    env.extend([
+        ("HOME".to_string(), home),
+        ("TMPDIR".to_string(), tmp),
+        ("GIT_AUTHOR_NAME".to_string(), "longrun session".to_string()),
+        ("GIT_AUTHOR_EMAIL".to_string(), "session@longrun.localhost".to_string()),
+        ("GIT_COMMITTER_NAME".to_string(), "longrun session".to_string()),
+        ("GIT_COMMITTER_EMAIL".to_string(), "session@longrun.localhost".to_string()),
+        ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
+    ]);
+    env
+}

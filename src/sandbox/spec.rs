@@ -1,0 +1,43 @@
+//! What a confined process may touch, and how to start one.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The hidden subcommand that confines itself, then execs its arguments.
+pub const EXEC_SUBCOMMAND: &str = "__exec";
+
+/// Everything confinement needs to know, serialized to the child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxSpec {
+    /// The profile name, recorded in trailers.
+    pub profile: String,
+    /// The one writable project directory.
+    pub workspace: PathBuf,
+    /// Private TMPDIR.
+    pub tmp: PathBuf,
+    /// Private HOME.
+    pub home: PathBuf,
+    /// Extra read-only paths (the main repo, for instance).
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    /// Extra writable paths.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+    /// Descriptors kept open besides stdio (the broker socket).
+    #[serde(default)]
+    pub keep_fds: Vec<i32>,
+}
+
+/// A command that runs `argv` confined by `spec`: longrun re-executes itself
+/// with the hidden exec subcommand, confines itself, then execs `argv`.
+pub fn command(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<std::process::Command> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg(EXEC_SUBCOMMAND).arg("--spec").arg(serde_json::to_string(spec)?).arg("--");
+    cmd.args(argv);
+    cmd.env_clear();
+    cmd.envs(super::session_env(spec));
+    cmd.current_dir(&spec.workspace);
+    Ok(cmd)
+}

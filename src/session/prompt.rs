@@ -1,0 +1,59 @@
+//! The system prompt and the first message, built by the harness so the model
+//! does not spend turns getting its bearings.
+
+use std::path::Path;
+
+use super::{Role, WorkerConfig};
+use crate::templates::{render, INITIALIZER_PROMPT, WORKER_PROMPT};
+
+pub fn system_prompt(config: &WorkerConfig) -> String {
+    match config.role {
+        Role::Initializer => INITIALIZER_PROMPT.to_string(),
+        Role::Worker => WORKER_PROMPT.to_string(),
+    }
+}
+
+/// The first user message: the assignment, the recent history, the notes and
+/// what `init.sh` said.
+pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str) -> String {
+    let log = crate::repo::oneline_log(workspace, 20).unwrap_or_default();
+    let notes = std::fs::read_to_string(workspace.join(crate::progress::FILE_NAME))
+        .map(|t| crate::progress::tail(&t, 40))
+        .unwrap_or_else(|_| "(no progress.md yet)".into());
+    let checks = if config.checks.is_empty() {
+        "(none besides the feature's own check)".to_string()
+    } else {
+        config.checks.iter().map(|c| format!("- `{c}`")).collect::<Vec<_>>().join("\n")
+    };
+    match (&config.role, &config.feature) {
+        (Role::Worker, Some(feature)) => render(
+            "This is session {{session}}. Your assignment is feature `{{id}}`:\n\n```json\n{{json}}\n```\n\n\
+             Its check: {{check}}\n\nGlobal checks:\n{{checks}}\n\n\
+             Features passing: {{passing}} of {{total}}.\n\n\
+             Recent commits (`git log --oneline -20`):\n```\n{{log}}\n```\n\n\
+             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n\
+             Implement `{{id}}` now, run its check, set only its `passes` to true, append to progress.md and commit.",
+            &[
+                ("session", &config.session.to_string()),
+                ("id", &feature.id),
+                ("json", &feature.json),
+                ("check", &feature.check.as_ref().map(|c| format!("`{c}`")).unwrap_or_else(|| "(none: the global checks decide)".into())),
+                ("checks", &checks),
+                ("passing", &config.passing.to_string()),
+                ("total", &config.total.to_string()),
+                ("log", &log),
+                ("notes", &notes),
+                ("init", init_report),
+            ],
+        ),
+        _ => {
+            let spec = std::fs::read_to_string(workspace.join("SPEC.md")).unwrap_or_default();
+            render(
+                "This is session {{session}}, the initializer. The spec (SPEC.md):\n\n{{spec}}\n\n\
+                 Recent commits:\n```\n{{log}}\n```\n\n\
+                 Write features.json (every feature `\"passes\": false`), an executable init.sh and progress.md, then commit.",
+                &[("session", &config.session.to_string()), ("spec", &spec), ("log", &log)],
+            )
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The session transcript: `.longrun/sessions/NNNN/transcript.jsonl`.
+//!
+//! Written only by the orchestrator, one JSON object a line: every model
+//! request as sent, every response, the worker's events and the verdict.
+//! The worker cannot edit it.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::broker::{SessionEvent, WorkerReport};
+use crate::model::{ChatRequest, ChatResponse};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    SessionStarted { session: u32, role: String, feature: Option<String>, model: String, base: String },
+    Request { index: u32, request: ChatRequest },
+    Response { index: u32, response: ChatResponse },
+    ModelError { index: u32, message: String },
+    Event { event: SessionEvent },
+    WorkerFinished { report: Option<WorkerReport>, exit: String },
+    Check { name: String, command: String, passed: bool, output_tail: String },
+    Verdict { verdict: String, reasons: Vec<String>, commit: String },
+}
+
+pub struct Transcript {
+    path: PathBuf,
+    file: File,
+}
+
+impl Transcript {
+    pub fn open(path: &Path) -> anyhow::Result<Transcript> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("failed to open the transcript {}", path.display()))?;
+        Ok(Transcript { path: path.to_path_buf(), file })
+    }
+
+    pub fn append(&mut self, entry: &Entry) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(entry)?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data())
+            .with_context(|| format!("failed to write the transcript {}", self.path.display()))
+    }
+}
+
+/// Read a transcript back, skipping a torn last line.
+pub fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("failed to read the transcript {}", path.display()))?;
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
