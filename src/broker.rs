@@ -51,11 +51,23 @@ pub enum OrchestratorMessage {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SessionEvent {
     /// The harness ran `init.sh` before the first model call.
-    InitScript { exit_code: Option<i32>, output_tail: String },
+    InitScript {
+        exit_code: Option<i32>,
+        output_tail: String,
+    },
     /// One tool call and how it went.
-    ToolCall { step: u32, name: String, summary: String, is_error: bool },
+    ToolCall {
+        step: u32,
+        name: String,
+        summary: String,
+        is_error: bool,
+    },
     /// A check the harness ran.
-    CheckResult { name: String, passed: bool, output_tail: String },
+    CheckResult {
+        name: String,
+        passed: bool,
+        output_tail: String,
+    },
     /// A harness message to the model (budget warning, loop notice, ...).
     Notice { text: String },
 }
@@ -92,8 +104,13 @@ pub struct WorkerLink {
 
 impl WorkerLink {
     pub fn new(stream: UnixStream) -> anyhow::Result<WorkerLink> {
-        let writer = stream.try_clone().context("failed to clone the broker socket")?;
-        Ok(WorkerLink { reader: BufReader::new(stream), writer })
+        let writer = stream
+            .try_clone()
+            .context("failed to clone the broker socket")?;
+        Ok(WorkerLink {
+            reader: BufReader::new(stream),
+            writer,
+        })
     }
 
     /// The socket the orchestrator passed at [`WORKER_FD`].
@@ -111,12 +128,17 @@ impl WorkerLink {
     pub fn send(&mut self, message: &WorkerMessage) -> anyhow::Result<()> {
         let mut line = serde_json::to_vec(message)?;
         line.push(b'\n');
-        self.writer.write_all(&line).context("the orchestrator went away")
+        self.writer
+            .write_all(&line)
+            .context("the orchestrator went away")
     }
 
     pub fn receive(&mut self) -> anyhow::Result<OrchestratorMessage> {
         let mut line = String::new();
-        let n = self.reader.read_line(&mut line).context("the orchestrator went away")?;
+        let n = self
+            .reader
+            .read_line(&mut line)
+            .context("the orchestrator went away")?;
         anyhow::ensure!(n > 0, "the orchestrator closed the broker socket");
         serde_json::from_str(&line).context("the orchestrator sent a malformed message")
     }

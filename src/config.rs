@@ -54,7 +54,11 @@ fn default_profile() -> String {
 
 impl Default for SandboxSection {
     fn default() -> Self {
-        SandboxSection { profile: default_profile(), read_only: Vec::new(), writable: Vec::new() }
+        SandboxSection {
+            profile: default_profile(),
+            read_only: Vec::new(),
+            writable: Vec::new(),
+        }
     }
 }
 
@@ -75,7 +79,10 @@ fn default_check_timeout() -> u64 {
 
 impl Default for ChecksSection {
     fn default() -> Self {
-        ChecksSection { commands: Vec::new(), timeout_secs: default_check_timeout() }
+        ChecksSection {
+            commands: Vec::new(),
+            timeout_secs: default_check_timeout(),
+        }
     }
 }
 
@@ -100,7 +107,10 @@ fn default_wall_time() -> u64 {
 
 impl Default for BudgetSection {
     fn default() -> Self {
-        BudgetSection { steps: default_steps(), wall_time_secs: default_wall_time() }
+        BudgetSection {
+            steps: default_steps(),
+            wall_time_secs: default_wall_time(),
+        }
     }
 }
 
@@ -125,7 +135,10 @@ fn default_protected() -> Vec<String> {
 
 impl Default for RunSection {
     fn default() -> Self {
-        RunSection { max_attempts: default_max_attempts(), protected: default_protected() }
+        RunSection {
+            max_attempts: default_max_attempts(),
+            protected: default_protected(),
+        }
     }
 }
 

@@ -42,7 +42,10 @@ impl Outcome {
 
 /// The exit code for an error: 2 when its chain holds a [`BadInput`], else 1.
 pub fn exit_code_for(err: &anyhow::Error) -> ExitCode {
-    if err.chain().any(|cause| cause.downcast_ref::<BadInput>().is_some()) {
+    if err
+        .chain()
+        .any(|cause| cause.downcast_ref::<BadInput>().is_some())
+    {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)

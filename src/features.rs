@@ -31,8 +31,8 @@ pub struct FeatureList {
 impl FeatureList {
     /// Parse the text of a `features.json`. The error says what is wrong and where.
     pub fn parse(text: &str) -> Result<FeatureList, String> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("{FILE_NAME} is not valid JSON: {e}"))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| format!("{FILE_NAME} is not valid JSON: {e}"))?;
         let (items, positional) = match &value {
             Value::Array(items) => (items, true),
             Value::Object(map) => match map.get("features") {
@@ -71,7 +71,10 @@ impl FeatureList {
         let mut seen = HashSet::new();
         for f in &self.features {
             if !seen.insert(f.id.as_str()) {
-                problems.push(format!("{FILE_NAME}: feature id `{}` appears more than once", f.id));
+                problems.push(format!(
+                    "{FILE_NAME}: feature id `{}` appears more than once",
+                    f.id
+                ));
             }
             if f.passes {
                 problems.push(format!(
@@ -87,7 +90,9 @@ impl FeatureList {
 impl Feature {
     fn from_value(index: usize, item: &Value, positional: bool) -> Result<Feature, String> {
         let at = format!("{FILE_NAME}: feature #{}", index + 1);
-        let obj = item.as_object().ok_or_else(|| format!("{at} is not an object"))?;
+        let obj = item
+            .as_object()
+            .ok_or_else(|| format!("{at} is not an object"))?;
         let id = if positional {
             format!("F{:03}", index + 1)
         } else {
@@ -111,14 +116,26 @@ impl Feature {
         let check = match obj.get("check") {
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(Value::String(_)) | Some(Value::Null) | None => None,
-            Some(_) => return Err(format!("{at} (`{id}`): `check` must be a shell command string")),
+            Some(_) => {
+                return Err(format!(
+                    "{at} (`{id}`): `check` must be a shell command string"
+                ))
+            }
         };
         if let Some(steps) = obj.get("steps") {
             if !steps.is_array() {
-                return Err(format!("{at} (`{id}`): `steps` must be an array of strings"));
+                return Err(format!(
+                    "{at} (`{id}`): `steps` must be an array of strings"
+                ));
             }
         }
-        Ok(Feature { id, description, check, passes, raw: item.clone() })
+        Ok(Feature {
+            id,
+            description,
+            check,
+            passes,
+            raw: item.clone(),
+        })
     }
 
     /// The feature's object as written, pretty-printed.
@@ -177,14 +194,30 @@ pub fn passes_only_problems(base: &str, head: &str, assigned: &str) -> Vec<Strin
 }
 
 fn describe_id_change(base: &[&str], head: &[&str]) -> String {
-    let removed: Vec<&str> = base.iter().filter(|id| !head.contains(id)).copied().collect();
-    let added: Vec<&str> = head.iter().filter(|id| !base.contains(id)).copied().collect();
+    let removed: Vec<&str> = base
+        .iter()
+        .filter(|id| !head.contains(id))
+        .copied()
+        .collect();
+    let added: Vec<&str> = head
+        .iter()
+        .filter(|id| !base.contains(id))
+        .copied()
+        .collect();
     if !removed.is_empty() {
-        format!("{FILE_NAME}: feature(s) {} were removed; features may never be removed", removed.join(", "))
+        format!(
+            "{FILE_NAME}: feature(s) {} were removed; features may never be removed",
+            removed.join(", ")
+        )
     } else if !added.is_empty() {
-        format!("{FILE_NAME}: feature(s) {} were added; a worker may not add features", added.join(", "))
+        format!(
+            "{FILE_NAME}: feature(s) {} were added; a worker may not add features",
+            added.join(", ")
+        )
     } else {
-        format!("{FILE_NAME}: features were reordered; the order is the priority and may not change")
+        format!(
+            "{FILE_NAME}: features were reordered; the order is the priority and may not change"
+        )
     }
 }
 
@@ -216,12 +249,16 @@ mod tests {
     fn flipping_another_feature_is_refused() {
         let head = BASE.replace(r#""two", "passes": false"#, r#""two", "passes": true"#);
         let problems = passes_only_problems(BASE, &head, "a");
-        assert!(problems[0].contains("`b` was set to passes: true"), "{problems:?}");
+        assert!(
+            problems[0].contains("`b` was set to passes: true"),
+            "{problems:?}"
+        );
     }
 
     #[test]
     fn removing_and_reordering_are_refused() {
-        let removed = r#"{"features": [{"id": "a", "description": "one", "steps": ["x"], "passes": false}]}"#;
+        let removed =
+            r#"{"features": [{"id": "a", "description": "one", "steps": ["x"], "passes": false}]}"#;
         assert!(passes_only_problems(BASE, removed, "a")[0].contains("b were removed"));
         let reordered = r#"{"features": [
             {"id": "b", "description": "two", "passes": false},
@@ -236,7 +273,9 @@ mod tests {
                 {"category": "style", "description": "e", "steps": [], "passes": false}]"#,
         )
         .map_err(|e| e.to_string());
-        let ids: Vec<String> = list.map(|l| l.features.into_iter().map(|f| f.id).collect()).unwrap_or_default();
+        let ids: Vec<String> = list
+            .map(|l| l.features.into_iter().map(|f| f.id).collect())
+            .unwrap_or_default();
         assert_eq!(ids, ["F001", "F002"]);
     }
 
@@ -245,7 +284,9 @@ mod tests {
         let list = FeatureList::parse(r#"{"features": []}"#).map_err(|e| e.to_string());
         assert_eq!(list.map(|l| l.initial_problems().len()).ok(), Some(1));
         let dup = r#"{"features": [{"id": "a", "passes": false}, {"id": "a", "passes": true}]}"#;
-        let problems = FeatureList::parse(dup).map(|l| l.initial_problems()).unwrap_or_default();
+        let problems = FeatureList::parse(dup)
+            .map(|l| l.initial_problems())
+            .unwrap_or_default();
         assert_eq!(problems.len(), 2, "{problems:?}");
     }
 }

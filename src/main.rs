@@ -45,22 +45,51 @@ fn init_tracing(verbose: u8) {
         _ => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(dispatch(cli.command))
 }
 
 async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
     use longrun::orchestrator as o;
     match command {
-        Command::Init { spec, dir, model, quiet } => {
-            o::init(o::InitArgs { spec, dir: dir.dir, model, quiet }).await
+        Command::Init {
+            spec,
+            dir,
+            model,
+            quiet,
+        } => {
+            o::init(o::InitArgs {
+                spec,
+                dir: dir.dir,
+                model,
+                quiet,
+            })
+            .await
         }
-        Command::Continue { dir, sessions, until_done, model, quiet } => {
-            o::continue_run(o::ContinueArgs { dir: dir.dir, sessions, until_done, model, quiet }).await
+        Command::Continue {
+            dir,
+            sessions,
+            until_done,
+            model,
+            quiet,
+        } => {
+            o::continue_run(o::ContinueArgs {
+                dir: dir.dir,
+                sessions,
+                until_done,
+                model,
+                quiet,
+            })
+            .await
         }
         Command::Status { dir, json } => {
             print!("{}", o::status(&dir.dir, json)?);

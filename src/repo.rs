@@ -63,9 +63,16 @@ pub fn ensure_excluded(repo: &Repository, pattern: &str) -> anyhow::Result<()> {
 /// Paths with uncommitted changes (untracked files included, ignored ones not).
 pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
     let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
-    let statuses = repo.statuses(Some(&mut opts)).context("failed to read git status")?;
-    Ok(statuses.iter().filter_map(|s| s.path().map(str::to_string)).collect())
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .context("failed to read git status")?;
+    Ok(statuses
+        .iter()
+        .filter_map(|s| s.path().map(str::to_string))
+        .collect())
 }
 
 /// The commit `main` points at, if any.
@@ -86,11 +93,15 @@ pub fn head(repo: &Repository) -> Option<Oid> {
 pub fn commit_paths(repo: &Repository, paths: &[&str], message: &str) -> anyhow::Result<Oid> {
     let mut index = repo.index()?;
     for p in paths {
-        index.add_path(Path::new(p)).with_context(|| format!("failed to stage {p}"))?;
+        index
+            .add_path(Path::new(p))
+            .with_context(|| format!("failed to stage {p}"))?;
     }
     index.write()?;
     let tree = repo.find_tree(index.write_tree()?)?;
-    let parent = main_head(repo)?.map(|oid| repo.find_commit(oid)).transpose()?;
+    let parent = main_head(repo)?
+        .map(|oid| repo.find_commit(oid))
+        .transpose()?;
     let parents: Vec<&git2::Commit> = parent.iter().collect();
     let sig = signature()?;
     let oid = repo.commit(Some(MAIN_REF), &sig, &sig, message, &tree, &parents)?;
@@ -102,12 +113,22 @@ pub fn commit_paths(repo: &Repository, paths: &[&str], message: &str) -> anyhow:
 
 /// A local clone of `source`'s main branch at `dest`, objects hard-linked where possible.
 pub fn clone_main(source: &Path, dest: &Path) -> anyhow::Result<Repository> {
-    let url = source.canonicalize().unwrap_or_else(|_| source.to_path_buf());
+    let url = source
+        .canonicalize()
+        .unwrap_or_else(|_| source.to_path_buf());
     let mut builder = git2::build::RepoBuilder::new();
-    builder.branch(MAIN).clone_local(git2::build::CloneLocal::Local);
+    builder
+        .branch(MAIN)
+        .clone_local(git2::build::CloneLocal::Local);
     builder
         .clone(&url.to_string_lossy(), dest)
-        .with_context(|| format!("failed to clone {} into {}", source.display(), dest.display()))
+        .with_context(|| {
+            format!(
+                "failed to clone {} into {}",
+                source.display(),
+                dest.display()
+            )
+        })
 }
 
 /// Check out `oid` detached in a fresh clone at `dest`, for verification.
@@ -145,7 +166,12 @@ pub fn fetch_head(repo: &Repository, work_dir: &Path, refname: &str) -> anyhow::
     let mut remote = repo.remote_anonymous(&url)?;
     remote
         .fetch(&[format!("+HEAD:{refname}")], None, None)
-        .with_context(|| format!("failed to fetch the session's work from {}", work_dir.display()))?;
+        .with_context(|| {
+            format!(
+                "failed to fetch the session's work from {}",
+                work_dir.display()
+            )
+        })?;
     let oid = repo.refname_to_id(refname)?;
     Ok(oid)
 }
@@ -212,7 +238,11 @@ pub fn record_merge(repo: &Repository, work: Oid, message: &str) -> anyhow::Resu
             let paths: Vec<String> = index
                 .conflicts()?
                 .filter_map(|c| c.ok())
-                .filter_map(|c| c.our.or(c.their).map(|e| String::from_utf8_lossy(&e.path).to_string()))
+                .filter_map(|c| {
+                    c.our
+                        .or(c.their)
+                        .map(|e| String::from_utf8_lossy(&e.path).to_string())
+                })
                 .collect();
             bail!("merge conflict in {}", paths.join(", "));
         }
@@ -220,7 +250,14 @@ pub fn record_merge(repo: &Repository, work: Oid, message: &str) -> anyhow::Resu
     };
     let tree = repo.find_tree(tree_id)?;
     let sig = signature()?;
-    let oid = repo.commit(None, &sig, &sig, message, &tree, &[&main_commit, &work_commit])?;
+    let oid = repo.commit(
+        None,
+        &sig,
+        &sig,
+        message,
+        &tree,
+        &[&main_commit, &work_commit],
+    )?;
     advance_main(repo, main, oid)?;
     Ok(oid)
 }
@@ -265,16 +302,24 @@ pub struct LogEntry {
 
 impl LogEntry {
     pub fn trailer(&self, key: &str) -> Option<&str> {
-        self.trailers.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.trailers
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
     pub fn trailers_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.trailers.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.trailers
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
 /// main's first-parent history, oldest first.
 pub fn first_parent_log(repo: &Repository) -> anyhow::Result<Vec<LogEntry>> {
-    let Some(head) = main_head(repo)? else { return Ok(Vec::new()) };
+    let Some(head) = main_head(repo)? else {
+        return Ok(Vec::new());
+    };
     let mut walk = repo.revwalk()?;
     walk.push(head)?;
     walk.simplify_first_parent()?;
@@ -284,7 +329,11 @@ pub fn first_parent_log(repo: &Repository) -> anyhow::Result<Vec<LogEntry>> {
         let commit = repo.find_commit(oid?)?;
         let message = commit.message().unwrap_or("");
         let trailers = git2::message_trailers_strs(message)
-            .map(|t| t.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+            .map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            })
             .unwrap_or_default();
         entries.push(LogEntry {
             id: commit.id(),
@@ -298,13 +347,17 @@ pub fn first_parent_log(repo: &Repository) -> anyhow::Result<Vec<LogEntry>> {
 
 /// The project directory's real path (the work dir of its repo).
 pub fn workdir(repo: &Repository) -> anyhow::Result<PathBuf> {
-    repo.workdir().map(Path::to_path_buf).context("the project repository has no work tree")
+    repo.workdir()
+        .map(Path::to_path_buf)
+        .context("the project repository has no work tree")
 }
 
 /// `git log --oneline -N` of HEAD in `dir`, newest first.
 pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
     let repo = Repository::open(dir)?;
-    let Some(head) = head(&repo) else { return Ok(String::new()) };
+    let Some(head) = head(&repo) else {
+        return Ok(String::new());
+    };
     let mut walk = repo.revwalk()?;
     walk.push(head)?;
     let mut lines = Vec::new();

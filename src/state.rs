@@ -44,7 +44,9 @@ impl State {
             .max()
             .unwrap_or(0);
         let from_dirs = session_dir_numbers(project).into_iter().max().unwrap_or(0);
-        State { last_session: cached.last_session.max(from_log).max(from_dirs) }
+        State {
+            last_session: cached.last_session.max(from_log).max(from_dirs),
+        }
     }
 
     pub fn save(&self, project: &Path) -> anyhow::Result<()> {
@@ -55,7 +57,9 @@ impl State {
 
 /// Numbers of the session directories that exist under `.longrun/sessions`.
 pub fn session_dir_numbers(project: &Path) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir(sessions_dir(project)) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(sessions_dir(project)) else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .collect()

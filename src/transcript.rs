@@ -17,14 +17,43 @@ use crate::model::{ChatRequest, ChatResponse};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Entry {
-    SessionStarted { session: u32, role: String, feature: Option<String>, model: String, base: String },
-    Request { index: u32, request: ChatRequest },
-    Response { index: u32, response: ChatResponse },
-    ModelError { index: u32, message: String },
-    Event { event: SessionEvent },
-    WorkerFinished { report: Option<WorkerReport>, exit: String },
-    Check { name: String, command: String, passed: bool, output_tail: String },
-    Verdict { verdict: String, reasons: Vec<String>, commit: String },
+    SessionStarted {
+        session: u32,
+        role: String,
+        feature: Option<String>,
+        model: String,
+        base: String,
+    },
+    Request {
+        index: u32,
+        request: ChatRequest,
+    },
+    Response {
+        index: u32,
+        response: ChatResponse,
+    },
+    ModelError {
+        index: u32,
+        message: String,
+    },
+    Event {
+        event: SessionEvent,
+    },
+    WorkerFinished {
+        report: Option<WorkerReport>,
+        exit: String,
+    },
+    Check {
+        name: String,
+        command: String,
+        passed: bool,
+        output_tail: String,
+    },
+    Verdict {
+        verdict: String,
+        reasons: Vec<String>,
+        commit: String,
+    },
 }
 
 pub struct Transcript {
@@ -39,7 +68,10 @@ impl Transcript {
             .append(true)
             .open(path)
             .with_context(|| format!("failed to open the transcript {}", path.display()))?;
-        Ok(Transcript { path: path.to_path_buf(), file })
+        Ok(Transcript {
+            path: path.to_path_buf(),
+            file,
+        })
     }
 
     pub fn append(&mut self, entry: &Entry) -> anyhow::Result<()> {
@@ -56,5 +88,8 @@ impl Transcript {
 pub fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read the transcript {}", path.display()))?;
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
 }

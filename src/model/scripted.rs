@@ -92,7 +92,11 @@ impl ScriptedModel {
                 },
             })
             .collect::<Vec<_>>();
-        let said: String = tool_calls.iter().map(|c| c.arguments.as_str()).collect::<String>() + &turn.text;
+        let said: String = tool_calls
+            .iter()
+            .map(|c| c.arguments.as_str())
+            .collect::<String>()
+            + &turn.text;
         ChatResponse {
             text: turn.text.clone(),
             usage: turn.usage.unwrap_or_else(|| estimate_usage(request, &said)),
@@ -122,10 +126,18 @@ impl ScriptedProvider {
     pub fn load(spec: &ModelSpec) -> anyhow::Result<ScriptedProvider> {
         let path = Path::new(&spec.name);
         let text = std::fs::read_to_string(path)
-            .map_err(|e| bad_input(format!("cannot read scripted model {}: {e}", path.display())))
+            .map_err(|e| {
+                bad_input(format!(
+                    "cannot read scripted model {}: {e}",
+                    path.display()
+                ))
+            })
             .context("failed to open the model")?;
         let model = ScriptedModel::parse(&text, &path.display().to_string())?;
-        Ok(ScriptedProvider { spec: spec.clone(), model })
+        Ok(ScriptedProvider {
+            spec: spec.clone(),
+            model,
+        })
     }
 }
 

@@ -37,7 +37,9 @@ impl ModelSpec {
             ))
         })?;
         if name.is_empty() {
-            return Err(bad_input(format!("model `{text}` names no model after `{prefix}:`")));
+            return Err(bad_input(format!(
+                "model `{text}` names no model after `{prefix}:`"
+            )));
         }
         Self::from_parts(prefix, name, base)
     }
@@ -47,8 +49,15 @@ impl ModelSpec {
         match provider {
             "scripted" => {
                 let path = Path::new(name);
-                let path = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
-                Ok(ModelSpec { kind: ProviderKind::Scripted, name: path.display().to_string() })
+                let path = if path.is_absolute() {
+                    path.to_path_buf()
+                } else {
+                    base.join(path)
+                };
+                Ok(ModelSpec {
+                    kind: ProviderKind::Scripted,
+                    name: path.display().to_string(),
+                })
             }
             other => Err(bad_input(format!(
                 "unknown model provider `{other}`: use one of {KNOWN}"

@@ -19,7 +19,10 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     let dir = match args.dir {
         Some(d) => {
             if d.exists() && std::fs::read_dir(&d)?.next().is_some() {
-                return Err(bad_input(format!("{} is not empty; give the demo a new directory", d.display())));
+                return Err(bad_input(format!(
+                    "{} is not empty; give the demo a new directory",
+                    d.display()
+                )));
             }
             std::fs::create_dir_all(&d)?;
             d
@@ -36,9 +39,18 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(dir.join(".longrun"))?;
     std::fs::write(&model, DEMO_MODEL)?;
     std::fs::write(dir.join("SPEC.md"), DEMO_SPEC)?;
-    std::fs::write(dir.join("longrun.toml"), DEMO_TOML.replace("{{model}}", &model.display().to_string()))?;
+    std::fs::write(
+        dir.join("longrun.toml"),
+        DEMO_TOML.replace("{{model}}", &model.display().to_string()),
+    )?;
 
-    let outcome = init(InitArgs { spec: dir.join("SPEC.md"), dir: dir.clone(), model: None, quiet: false }).await?;
+    let outcome = init(InitArgs {
+        spec: dir.join("SPEC.md"),
+        dir: dir.clone(),
+        model: None,
+        quiet: false,
+    })
+    .await?;
     if outcome != Outcome::Done {
         return Ok(outcome);
     }
@@ -54,6 +66,9 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     print!("{}", status(&dir, false)?);
     println!("\n$ longrun log --dir {}", dir.display());
     print!("{}", log(&dir, false)?);
-    println!("\nThe audit log with plain git: git -C {} log --first-parent", dir.display());
+    println!(
+        "\nThe audit log with plain git: git -C {} log --first-parent",
+        dir.display()
+    );
     Ok(outcome)
 }

@@ -32,17 +32,27 @@ pub struct SessionRow {
 impl SessionRow {
     fn from_entry(e: &LogEntry) -> Option<SessionRow> {
         let session = e.trailer("Longrun-Session")?.parse().ok()?;
-        let num = |k: &str| e.trailer(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let num = |k: &str| {
+            e.trailer(k)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
         Some(SessionRow {
             session,
             role: e.trailer("Longrun-Role").unwrap_or("").to_string(),
             feature: e.trailer("Longrun-Feature").map(str::to_string),
             verdict: e.trailer("Longrun-Verdict").unwrap_or("").to_string(),
-            reasons: e.trailers_all("Longrun-Reason").map(str::to_string).collect(),
+            reasons: e
+                .trailers_all("Longrun-Reason")
+                .map(str::to_string)
+                .collect(),
             model: e.trailer("Longrun-Model").unwrap_or("").to_string(),
             tokens_in: num("Longrun-Tokens-In"),
             tokens_out: num("Longrun-Tokens-Out"),
-            cost_usd: e.trailer("Longrun-Cost-USD").and_then(|v| v.parse().ok()).unwrap_or(0.0),
+            cost_usd: e
+                .trailer("Longrun-Cost-USD")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0),
             steps: num("Longrun-Steps") as u32,
             duration_s: num("Longrun-Duration-S"),
             work_ref: e.trailer("Longrun-Work-Ref").map(str::to_string),
@@ -78,10 +88,16 @@ impl History {
         let mut history = History::default();
         for entry in log {
             if let Some(id) = entry.trailer("Longrun-Retry") {
-                history.features.entry(id.to_string()).or_default().failed_attempts = 0;
+                history
+                    .features
+                    .entry(id.to_string())
+                    .or_default()
+                    .failed_attempts = 0;
                 continue;
             }
-            let Some(row) = SessionRow::from_entry(entry) else { continue };
+            let Some(row) = SessionRow::from_entry(entry) else {
+                continue;
+            };
             if let Some(feature) = &row.feature {
                 let stats = history.features.entry(feature.clone()).or_default();
                 stats.attempts += 1;
@@ -112,7 +128,9 @@ impl History {
     }
 
     pub fn tokens(&self) -> (u64, u64) {
-        self.sessions.iter().fold((0, 0), |(i, o), s| (i + s.tokens_in, o + s.tokens_out))
+        self.sessions
+            .iter()
+            .fold((0, 0), |(i, o), s| (i + s.tokens_in, o + s.tokens_out))
     }
 
     pub fn cost(&self) -> f64 {

@@ -21,10 +21,17 @@ pub struct InitArgs {
 /// Read the spec; missing, empty or non-UTF-8 is bad input.
 fn read_spec(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).map_err(|e| {
-        bad_input(format!("cannot read the spec {}: {e}; pass the path of a Markdown spec", path.display()))
+        bad_input(format!(
+            "cannot read the spec {}: {e}; pass the path of a Markdown spec",
+            path.display()
+        ))
     })?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| bad_input(format!("the spec {} is not UTF-8 text; save it as UTF-8", path.display())))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        bad_input(format!(
+            "the spec {} is not UTF-8 text; save it as UTF-8",
+            path.display()
+        ))
+    })?;
     if text.trim().is_empty() {
         return Err(bad_input(format!(
             "the spec {} is empty; describe what to build in it first",
@@ -53,7 +60,10 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     repo::ensure_excluded(&repo, "/.longrun/")?;
     // The spec itself and a prepared longrun.toml may be waiting, uncommitted.
     let allowed = |p: &str| p == config::FILE_NAME || dir.join(p) == spec_path;
-    let dirty: Vec<String> = repo::dirty_paths(&repo)?.into_iter().filter(|p| !allowed(p)).collect();
+    let dirty: Vec<String> = repo::dirty_paths(&repo)?
+        .into_iter()
+        .filter(|p| !allowed(p))
+        .collect();
     if !dirty.is_empty() {
         return Err(bad_input(format!(
             "{} has uncommitted changes ({}); commit or stash them first",
@@ -65,15 +75,24 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     // Settings: a prepared longrun.toml wins; otherwise the default, with the model if given.
     let toml_path = dir.join(config::FILE_NAME);
     let prepared = toml_path.exists();
-    let config = if prepared { Config::load(&dir)? } else { Config::default() };
+    let config = if prepared {
+        Config::load(&dir)?
+    } else {
+        Config::default()
+    };
     let model = resolve_model(args.model.as_deref(), &config, &dir)?;
     let provider = open_provider(&model)?;
     if !prepared {
         let text = Config::render_initial(Some((model.kind.prefix(), &model.name)));
-        std::fs::write(&toml_path, text).with_context(|| format!("failed to write {}", toml_path.display()))?;
+        std::fs::write(&toml_path, text)
+            .with_context(|| format!("failed to write {}", toml_path.display()))?;
     }
     std::fs::write(dir.join("SPEC.md"), &spec_text)?;
-    repo::commit_paths(&repo, &["SPEC.md", config::FILE_NAME], "longrun: add the spec and settings")?;
+    repo::commit_paths(
+        &repo,
+        &["SPEC.md", config::FILE_NAME],
+        "longrun: add the spec and settings",
+    )?;
 
     let project = Project::open(&dir)?;
     let reporter = Reporter { quiet: args.quiet };
@@ -90,7 +109,10 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         for r in &outcome.reasons {
             eprintln!("  - {r}");
         }
-        eprintln!("Run `longrun continue --dir {}` to try the initializer again.", dir.display());
+        eprintln!(
+            "Run `longrun continue --dir {}` to try the initializer again.",
+            dir.display()
+        );
         return Ok(Outcome::RunFailed);
     }
     let count = project.features()?.map(|l| l.features.len()).unwrap_or(0);

@@ -29,11 +29,20 @@ impl Project {
             ))
         };
         if !dir.is_dir() {
-            return Err(bad_input(format!("{} does not exist or is not a directory", dir.display())));
+            return Err(bad_input(format!(
+                "{} does not exist or is not a directory",
+                dir.display()
+            )));
         }
-        let dir = dir.canonicalize().with_context(|| format!("cannot resolve {}", dir.display()))?;
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("cannot resolve {}", dir.display()))?;
         let repo = Repository::open(&dir).map_err(|_| not_project())?;
-        if repo.workdir().map(|w| w.canonicalize().ok() != Some(dir.clone())).unwrap_or(true) {
+        if repo
+            .workdir()
+            .map(|w| w.canonicalize().ok() != Some(dir.clone()))
+            .unwrap_or(true)
+        {
             return Err(not_project());
         }
         let head = repo::main_head(&repo)?.ok_or_else(not_project)?;
@@ -48,12 +57,17 @@ impl Project {
 
     /// The feature list on main, if the initializer has written one.
     pub fn features(&self) -> anyhow::Result<Option<FeatureList>> {
-        let Some(head) = repo::main_head(&self.repo)? else { return Ok(None) };
+        let Some(head) = repo::main_head(&self.repo)? else {
+            return Ok(None);
+        };
         match repo::read_file_at(&self.repo, head, features::FILE_NAME)? {
             None => Ok(None),
-            Some(text) => FeatureList::parse(&text)
-                .map(Some)
-                .map_err(|e| bad_input(format!("{e} (on main in {}); fix it with a commit on main", self.dir.display()))),
+            Some(text) => FeatureList::parse(&text).map(Some).map_err(|e| {
+                bad_input(format!(
+                    "{e} (on main in {}); fix it with a commit on main",
+                    self.dir.display()
+                ))
+            }),
         }
     }
 
@@ -65,7 +79,11 @@ impl Project {
 /// The model to use: `--model`, then `LONGRUN_MODEL`, then `[model]` in longrun.toml.
 /// Flag and environment paths resolve against the current directory; the file's
 /// against the project directory.
-pub fn resolve_model(flag: Option<&str>, config: &Config, project_dir: &Path) -> anyhow::Result<ModelSpec> {
+pub fn resolve_model(
+    flag: Option<&str>,
+    config: &Config,
+    project_dir: &Path,
+) -> anyhow::Result<ModelSpec> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     if let Some(text) = flag {
         return ModelSpec::parse(text, &cwd);

@@ -78,13 +78,21 @@ pub fn message(r: &Record) -> String {
 
 /// Write the verdict commit. An accepted session whose merge conflicts is
 /// recorded as rejected instead; the verdict actually recorded is returned.
-pub fn record(project: &Project, r: &Record, work: Oid) -> anyhow::Result<(Verdict, Vec<String>, Oid)> {
+pub fn record(
+    project: &Project,
+    r: &Record,
+    work: Oid,
+) -> anyhow::Result<(Verdict, Vec<String>, Oid)> {
     if r.verdict == Verdict::Accepted {
         match repo::record_merge(&project.repo, work, &message(r)) {
             Ok(oid) => return Ok((Verdict::Accepted, Vec::new(), oid)),
             Err(e) => {
                 let reasons = vec![format!("could not merge into main: {e:#}")];
-                let rejected = Record { verdict: Verdict::Rejected, reasons: &reasons, ..*r };
+                let rejected = Record {
+                    verdict: Verdict::Rejected,
+                    reasons: &reasons,
+                    ..*r
+                };
                 let oid = repo::record_empty(&project.repo, &message(&rejected))?;
                 return Ok((Verdict::Rejected, reasons, oid));
             }

@@ -25,14 +25,24 @@ impl Reporter {
         let text = match event {
             SessionEvent::InitScript { exit_code, .. } => format!(
                 "  init.sh: {}",
-                exit_code.map(|c| format!("exit {c}")).unwrap_or_else(|| "killed".into())
+                exit_code
+                    .map(|c| format!("exit {c}"))
+                    .unwrap_or_else(|| "killed".into())
             ),
-            SessionEvent::ToolCall { step, name, summary, is_error } => format!(
+            SessionEvent::ToolCall {
+                step,
+                name,
+                summary,
+                is_error,
+            } => format!(
                 "  step {step}: {name} {summary}{}",
                 if *is_error { "  [error]" } else { "" }
             ),
             SessionEvent::CheckResult { name, passed, .. } => {
-                format!("  check {name}: {}", if *passed { "passed" } else { "failed" })
+                format!(
+                    "  check {name}: {}",
+                    if *passed { "passed" } else { "failed" }
+                )
             }
             SessionEvent::Notice { text } => format!("  {text}"),
         };
@@ -41,7 +51,10 @@ impl Reporter {
     }
 
     pub fn check(&self, name: &str, passed: bool) {
-        self.line(&format!("  verify {name}: {}", if passed { "passed" } else { "FAILED" }));
+        self.line(&format!(
+            "  verify {name}: {}",
+            if passed { "passed" } else { "FAILED" }
+        ));
     }
 
     pub fn verdict(&self, number: u32, verdict: &str, reasons: &[String]) {

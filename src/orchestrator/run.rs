@@ -58,7 +58,9 @@ impl Interrupt {
 
 /// The first feature that does not pass and is not stuck.
 pub fn next_feature(project: &Project, history: &History) -> anyhow::Result<Option<Feature>> {
-    let Some(list) = project.features()? else { return Ok(None) };
+    let Some(list) = project.features()? else {
+        return Ok(None);
+    };
     Ok(list
         .features
         .into_iter()
@@ -101,13 +103,21 @@ pub async fn run_sessions(
     loop {
         let history = project.history()?;
         let Some(feature) = next_feature(project, &history)? else {
-            return Ok(finished(project, &history, reporter)?);
+            return finished(project, &history, reporter);
         };
         if limit.is_some_and(|n| ran >= n) {
-            return Ok(if args.until_done { Outcome::StoppedEarly } else { Outcome::Done });
+            return Ok(if args.until_done {
+                Outcome::StoppedEarly
+            } else {
+                Outcome::Done
+            });
         }
         let number = next_number(project)?;
-        let plan = SessionPlan { number, role: Role::Worker, feature: Some(feature) };
+        let plan = SessionPlan {
+            number,
+            role: Role::Worker,
+            feature: Some(feature),
+        };
         let outcome = run_session(project, provider, plan, reporter, interrupt).await?;
         ran += 1;
         if let Some(done) = stop_after(&outcome, interrupt) {
@@ -124,7 +134,11 @@ pub async fn run_initializer(
     interrupt: &Interrupt,
 ) -> anyhow::Result<SessionOutcome> {
     let number = next_number(project)?;
-    let plan = SessionPlan { number, role: Role::Initializer, feature: None };
+    let plan = SessionPlan {
+        number,
+        role: Role::Initializer,
+        feature: None,
+    };
     run_session(project, provider, plan, reporter, interrupt).await
 }
 
@@ -145,14 +159,24 @@ fn finished(project: &Project, history: &History, reporter: &Reporter) -> anyhow
     let list = project.features()?.map(|l| l.features).unwrap_or_default();
     let stuck: Vec<&Feature> = list.iter().filter(|f| !f.passes).collect();
     if stuck.is_empty() {
-        reporter.line(&format!("every feature passes ({} of {})", list.len(), list.len()));
+        reporter.line(&format!(
+            "every feature passes ({} of {})",
+            list.len(),
+            list.len()
+        ));
         return Ok(Outcome::Done);
     }
-    reporter.line(&format!("{} feature(s) are stuck and skipped:", stuck.len()));
+    reporter.line(&format!(
+        "{} feature(s) are stuck and skipped:",
+        stuck.len()
+    ));
     for f in stuck {
         let stats = history.stats(&f.id);
         let why = stats.last_reasons.first().cloned().unwrap_or_default();
-        reporter.line(&format!("  {} ({} failed attempts): {why}", f.id, stats.failed_attempts));
+        reporter.line(&format!(
+            "  {} ({} failed attempts): {why}",
+            f.id, stats.failed_attempts
+        ));
     }
     Ok(Outcome::StoppedEarly)
 }

@@ -18,11 +18,11 @@ use super::{Project, Reporter, Verdict};
 use crate::broker::{self, OrchestratorMessage, WorkerEnd, WorkerMessage, WorkerReport};
 use crate::features::{Feature, FeatureList};
 use crate::model::{ModelError, Provider, RequestContext, Usage};
+use crate::repo;
 use crate::sandbox::SandboxSpec;
 use crate::session::{FeatureBrief, Role, WorkerConfig};
 use crate::state::{self, State};
 use crate::transcript::{Entry, Transcript};
-use crate::repo;
 
 /// What to run.
 pub struct SessionPlan {
@@ -33,6 +33,7 @@ pub struct SessionPlan {
 
 /// How it ended.
 #[derive(Debug, Clone)]
+#[allow(dead_code)] // read by the run limits and progress views
 pub struct SessionOutcome {
     pub number: u32,
     pub verdict: Verdict,
@@ -49,7 +50,13 @@ pub fn session_dir(project: &Project, number: u32) -> PathBuf {
 }
 
 /// The confinement of a session or a verification run in `workspace`.
-pub fn sandbox_spec(project: &Project, workspace: &Path, tmp: &Path, home: &Path, keep_fds: Vec<i32>) -> SandboxSpec {
+pub fn sandbox_spec(
+    project: &Project,
+    workspace: &Path,
+    tmp: &Path,
+    home: &Path,
+    keep_fds: Vec<i32>,
+) -> SandboxSpec {
     let mut read_only = vec![project.dir.clone()];
     read_only.extend(project.config.sandbox.read_only.iter().cloned());
     SandboxSpec {
@@ -106,16 +113,28 @@ pub async fn run_session(
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
 
-    let run = drive_worker(project, provider, &plan, &dir, &config_path, &mut transcript, reporter, interrupt).await?;
+    let run = drive_worker(
+        project,
+        provider,
+        &plan,
+        &dir,
+        &config_path,
+        &mut transcript,
+        reporter,
+        interrupt,
+    )
+    .await?;
 
     // Verification, from outside the session.
     let collected = verify::collect_work(project, &work, plan.number)?;
     let mut reasons = Vec::new();
     if run.stop != Stop::Interrupted {
-        reasons = verify::rule_problems(project, plan.role, plan.feature.as_ref(), base, &collected)?;
+        reasons =
+            verify::rule_problems(project, plan.role, plan.feature.as_ref(), base, &collected)?;
         if reasons.is_empty() {
             let place = verify::prepare_checkout(project, &dir, collected.head)?;
-            let checks: Vec<CheckRun> = verify::run_checks(project, &place, plan.role, plan.feature.as_ref()).await?;
+            let checks: Vec<CheckRun> =
+                verify::run_checks(project, &place, plan.role, plan.feature.as_ref()).await?;
             for c in &checks {
                 reporter.check(&c.name, c.passed);
                 transcript.append(&Entry::Check {
@@ -125,7 +144,12 @@ pub async fn run_session(
                     output_tail: c.output_tail.clone(),
                 })?;
                 if !c.passed {
-                    reasons.push(format!("{} failed: `{}`{}", c.name, c.command, last_line(&c.output_tail)));
+                    reasons.push(format!(
+                        "{} failed: `{}`{}",
+                        c.name,
+                        c.command,
+                        last_line(&c.output_tail)
+                    ));
                 }
             }
         }
@@ -175,12 +199,21 @@ fn last_line(output: &str) -> String {
 fn decide(run: &WorkerRun, reasons: &mut Vec<String>) -> Verdict {
     match run.stop {
         Stop::Interrupted => {
-            reasons.insert(0, "interrupted: the run was stopped while this session ran".into());
+            reasons.insert(
+                0,
+                "interrupted: the run was stopped while this session ran".into(),
+            );
             return Verdict::Interrupted;
         }
         Stop::WallTime if reasons.is_empty() => return Verdict::Accepted,
         Stop::WallTime => {
-            reasons.insert(0, format!("budget: wall time of {} s reached; the worker was killed", run.wall_time_secs));
+            reasons.insert(
+                0,
+                format!(
+                    "budget: wall time of {} s reached; the worker was killed",
+                    run.wall_time_secs
+                ),
+            );
             return Verdict::Incomplete;
         }
         Stop::Exited => {}
@@ -190,25 +223,59 @@ fn decide(run: &WorkerRun, reasons: &mut Vec<String>) -> Verdict {
     }
     match &run.report {
         None => {
-            reasons.insert(0, format!("the worker exited ({}) without reporting", run.exit));
+            reasons.insert(
+                0,
+                format!("the worker exited ({}) without reporting", run.exit),
+            );
             Verdict::Failed
         }
-        Some(WorkerReport { ended: WorkerEnd::Failed, reason, .. }) => {
-            reasons.insert(0, reason.clone().unwrap_or_else(|| "the session failed".into()));
+        Some(WorkerReport {
+            ended: WorkerEnd::Failed,
+            reason,
+            ..
+        }) => {
+            reasons.insert(
+                0,
+                reason
+                    .clone()
+                    .unwrap_or_else(|| "the session failed".into()),
+            );
             Verdict::Failed
         }
-        Some(WorkerReport { ended: WorkerEnd::Incomplete, reason, .. }) => {
-            reasons.insert(0, reason.clone().unwrap_or_else(|| "the session did not finish".into()));
+        Some(WorkerReport {
+            ended: WorkerEnd::Incomplete,
+            reason,
+            ..
+        }) => {
+            reasons.insert(
+                0,
+                reason
+                    .clone()
+                    .unwrap_or_else(|| "the session did not finish".into()),
+            );
             Verdict::Incomplete
         }
-        Some(WorkerReport { ended: WorkerEnd::Stopped, .. }) => Verdict::Interrupted,
-        Some(WorkerReport { ended: WorkerEnd::Completed, .. }) => Verdict::Rejected,
+        Some(WorkerReport {
+            ended: WorkerEnd::Stopped,
+            ..
+        }) => Verdict::Interrupted,
+        Some(WorkerReport {
+            ended: WorkerEnd::Completed,
+            ..
+        }) => Verdict::Rejected,
     }
 }
 
-fn worker_config(project: &Project, plan: &SessionPlan, sandbox: SandboxSpec) -> anyhow::Result<WorkerConfig> {
+fn worker_config(
+    project: &Project,
+    plan: &SessionPlan,
+    sandbox: SandboxSpec,
+) -> anyhow::Result<WorkerConfig> {
     let features = project.features()?;
-    let (passing, total) = features.as_ref().map(|l: &FeatureList| (l.passing(), l.features.len())).unwrap_or((0, 0));
+    let (passing, total) = features
+        .as_ref()
+        .map(|l: &FeatureList| (l.passing(), l.features.len()))
+        .unwrap_or((0, 0));
     let feature = plan.feature.as_ref().map(|f| FeatureBrief {
         id: f.id.clone(),
         description: f.description.clone(),
@@ -258,8 +325,15 @@ async fn drive_worker(
     reporter: &Reporter,
     interrupt: &super::run::Interrupt,
 ) -> anyhow::Result<WorkerRun> {
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
-    let spec_env = crate::sandbox::session_env(&sandbox_spec(project, &dir.join("work"), &dir.join("tmp"), &dir.join("home"), Vec::new()));
+    let (ours, theirs) =
+        std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
+    let spec_env = crate::sandbox::session_env(&sandbox_spec(
+        project,
+        &dir.join("work"),
+        &dir.join("tmp"),
+        &dir.join("home"),
+        Vec::new(),
+    ));
     let log = std::fs::File::create(dir.join("worker.log"))?;
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     cmd.arg("__worker")
@@ -299,7 +373,8 @@ async fn drive_worker(
     let mut lines = BufReader::new(read).lines();
 
     let wall_time_secs = project.config.budget.wall_time_secs;
-    let deadline = tokio::time::sleep(Duration::from_secs(wall_time_secs) + Duration::from_secs(30));
+    let deadline =
+        tokio::time::sleep(Duration::from_secs(wall_time_secs) + Duration::from_secs(30));
     tokio::pin!(deadline);
     let mut run = WorkerRun {
         report: None,
@@ -321,7 +396,10 @@ async fn drive_worker(
         let message: WorkerMessage = match serde_json::from_str(&line) {
             Ok(m) => m,
             Err(e) => {
-                tracing::warn!("session {}: malformed message from the worker: {e}", plan.number);
+                tracing::warn!(
+                    "session {}: malformed message from the worker: {e}",
+                    plan.number
+                );
                 continue;
             }
         };
@@ -329,8 +407,14 @@ async fn drive_worker(
             WorkerMessage::ModelRequest { request } => {
                 let index = run.requests;
                 run.requests += 1;
-                transcript.append(&Entry::Request { index, request: request.clone() })?;
-                let ctx = RequestContext { session: plan.number, request_index: index };
+                transcript.append(&Entry::Request {
+                    index,
+                    request: request.clone(),
+                })?;
+                let ctx = RequestContext {
+                    session: plan.number,
+                    request_index: index,
+                };
                 let result = tokio::select! {
                     r = provider.complete(ctx, &request) => r,
                     _ = &mut deadline => { run.stop = Stop::WallTime; break; }
@@ -340,11 +424,20 @@ async fn drive_worker(
                     Ok(response) => {
                         run.usage.add(response.usage);
                         run.cost_usd += response.cost_usd;
-                        transcript.append(&Entry::Response { index, response: response.clone() })?;
-                        OrchestratorMessage::ModelResponse { response, notice: None }
+                        transcript.append(&Entry::Response {
+                            index,
+                            response: response.clone(),
+                        })?;
+                        OrchestratorMessage::ModelResponse {
+                            response,
+                            notice: None,
+                        }
                     }
                     Err(e) => {
-                        transcript.append(&Entry::ModelError { index, message: e.to_string() })?;
+                        transcript.append(&Entry::ModelError {
+                            index,
+                            message: e.to_string(),
+                        })?;
                         if e.is_fatal() {
                             run.fatal = Some(e.to_string());
                         }
@@ -366,13 +459,19 @@ async fn drive_worker(
     }
     if run.stop != Stop::Exited {
         if let Some(pid) = pid {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
     let status = child.wait().await?;
     if let Some(pid) = pid {
         // Tools the worker left running go with its process group.
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     run.exit = match status.code() {
         Some(code) => format!("exit code {code}"),
@@ -380,12 +479,22 @@ async fn drive_worker(
     };
     if run.report.is_none() && run.stop == Stop::Exited {
         let log = std::fs::read_to_string(dir.join("worker.log")).unwrap_or_default();
-        run.exit = format!("{}: {}", run.exit, crate::progress::tail(&log, 3).replace('\n', " "));
+        run.exit = format!(
+            "{}: {}",
+            run.exit,
+            crate::progress::tail(&log, 3).replace('\n', " ")
+        );
     }
-    transcript.append(&Entry::WorkerFinished { report: run.report.clone(), exit: run.exit.clone() })?;
+    transcript.append(&Entry::WorkerFinished {
+        report: run.report.clone(),
+        exit: run.exit.clone(),
+    })?;
     Ok(run)
 }
 
 fn model_error(e: ModelError) -> OrchestratorMessage {
-    OrchestratorMessage::ModelError { fatal: e.is_fatal(), message: e.to_string() }
+    OrchestratorMessage::ModelError {
+        fatal: e.is_fatal(),
+        message: e.to_string(),
+    }
 }

@@ -41,13 +41,25 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
     if features.is_empty() {
         out.push_str("no features yet: the initializer has not been accepted\n\n");
     } else {
-        let mut table = vec![vec!["ID".to_string(), "PASSES".into(), "ATTEMPTS".into(), "LAST VERDICT".into(), "DESCRIPTION".into()]];
+        let mut table = vec![vec![
+            "ID".to_string(),
+            "PASSES".into(),
+            "ATTEMPTS".into(),
+            "LAST VERDICT".into(),
+            "DESCRIPTION".into(),
+        ]];
         for f in &features {
             let s = history.stats(&f.id);
             let stuck = !f.passes && history.is_stuck(&f.id, max);
             table.push(vec![
                 f.id.clone(),
-                if f.passes { "yes".into() } else if stuck { "STUCK".into() } else { "no".into() },
+                if f.passes {
+                    "yes".into()
+                } else if stuck {
+                    "STUCK".into()
+                } else {
+                    "no".into()
+                },
                 s.attempts.to_string(),
                 s.last_verdict.clone().unwrap_or_else(|| "-".into()),
                 truncate(&f.description, 50),
@@ -55,9 +67,15 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
         }
         out.push_str(&render_table(&table));
         out.push('\n');
-        for f in features.iter().filter(|f| !f.passes && history.is_stuck(&f.id, max)) {
+        for f in features
+            .iter()
+            .filter(|f| !f.passes && history.is_stuck(&f.id, max))
+        {
             let why = history.stats(&f.id).last_reasons.join("; ");
-            out.push_str(&format!("stuck: {} ({why}); `longrun retry {}` tries it again\n", f.id, f.id));
+            out.push_str(&format!(
+                "stuck: {} ({why}); `longrun retry {}` tries it again\n",
+                f.id, f.id
+            ));
         }
     }
     out.push_str(&format!(
@@ -76,8 +94,16 @@ pub fn log(dir: &Path, as_json: bool) -> anyhow::Result<String> {
         return Ok(serde_json::to_string_pretty(&history.sessions)? + "\n");
     }
     let mut table = vec![vec![
-        "SESSION".to_string(), "ROLE".into(), "FEATURE".into(), "VERDICT".into(), "STEPS".into(),
-        "TOKENS IN/OUT".into(), "COST".into(), "TIME".into(), "COMMIT".into(), "REASON".into(),
+        "SESSION".to_string(),
+        "ROLE".into(),
+        "FEATURE".into(),
+        "VERDICT".into(),
+        "STEPS".into(),
+        "TOKENS IN/OUT".into(),
+        "COST".into(),
+        "TIME".into(),
+        "COMMIT".into(),
+        "REASON".into(),
     ]];
     for s in &history.sessions {
         table.push(vec![

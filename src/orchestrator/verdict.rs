@@ -29,9 +29,15 @@ impl Verdict {
     }
 
     pub fn parse(s: &str) -> Option<Verdict> {
-        [Verdict::Accepted, Verdict::Rejected, Verdict::Incomplete, Verdict::Interrupted, Verdict::Failed]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            Verdict::Accepted,
+            Verdict::Rejected,
+            Verdict::Incomplete,
+            Verdict::Interrupted,
+            Verdict::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 

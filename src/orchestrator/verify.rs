@@ -57,11 +57,13 @@ pub fn rule_problems(
     let repo = &project.repo;
     let mut problems = Vec::new();
     if work.wip {
-        problems.push("the session left uncommitted changes (kept in a WIP commit at its ref)".into());
+        problems
+            .push("the session left uncommitted changes (kept in a WIP commit at its ref)".into());
     }
     if !repo::descends_from(repo, work.head, base)? {
         problems.push(
-            "the session rewrote history: its HEAD does not descend from the session's base commit".into(),
+            "the session rewrote history: its HEAD does not descend from the session's base commit"
+                .into(),
         );
         return Ok(problems);
     }
@@ -103,14 +105,21 @@ fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<Stri
     Ok(problems)
 }
 
-fn worker_problems(repo: &Repository, base: Oid, head: Oid, assigned: &str) -> anyhow::Result<Vec<String>> {
+fn worker_problems(
+    repo: &Repository,
+    base: Oid,
+    head: Oid,
+    assigned: &str,
+) -> anyhow::Result<Vec<String>> {
     let before = repo::read_file_at(repo, base, features::FILE_NAME)?.unwrap_or_default();
     let Some(after) = repo::read_file_at(repo, head, features::FILE_NAME)? else {
         return Ok(vec![format!("{} was deleted", features::FILE_NAME)]);
     };
     let mut problems = features::passes_only_problems(&before, &after, assigned);
     if problems.is_empty() {
-        let done = FeatureList::parse(&after).ok().and_then(|l| l.get(assigned).map(|f| f.passes));
+        let done = FeatureList::parse(&after)
+            .ok()
+            .and_then(|l| l.get(assigned).map(|f| f.passes));
         if done != Some(true) {
             problems.push(format!(
                 "feature `{assigned}` still has passes: false; the session did not mark it done"
@@ -127,7 +136,11 @@ pub struct CheckPlace {
 }
 
 /// Check out `head` fresh under `session_dir/verify` and build its sandbox spec.
-pub fn prepare_checkout(project: &Project, session_dir: &Path, head: Oid) -> anyhow::Result<CheckPlace> {
+pub fn prepare_checkout(
+    project: &Project,
+    session_dir: &Path,
+    head: Oid,
+) -> anyhow::Result<CheckPlace> {
     let root = session_dir.join("verify");
     if root.exists() {
         std::fs::remove_dir_all(&root)?;
@@ -153,7 +166,10 @@ pub async fn run_checks(
 ) -> anyhow::Result<Vec<CheckRun>> {
     let mut steps: Vec<(String, String)> = Vec::new();
     if place.dir.join("init.sh").exists() {
-        let _ = std::fs::set_permissions(place.dir.join("init.sh"), std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::set_permissions(
+            place.dir.join("init.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        );
         steps.push(("init.sh".into(), "./init.sh".into()));
     }
     if role == Role::Worker {
@@ -185,14 +201,25 @@ pub async fn run_checks(
     }
     let argv = vec!["bash".to_string(), "-c".to_string(), script];
     let mut cmd = crate::sandbox::command(&place.spec, &argv)?;
-    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    let mut child = tokio::process::Command::from(cmd).kill_on_drop(true).spawn()?;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()?;
     let pid = child.id();
-    let limit = Duration::from_secs(per_step.saturating_add(10).saturating_mul(steps.len() as u64));
+    let limit = Duration::from_secs(
+        per_step
+            .saturating_add(10)
+            .saturating_mul(steps.len() as u64),
+    );
     let finished = tokio::time::timeout(limit, child.wait()).await;
     if let Some(pid) = pid {
         // Whatever init.sh or a check left running goes with the process group.
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     let _ = child.wait().await;
     let mut runs = Vec::new();
@@ -200,7 +227,12 @@ pub async fn run_checks(
         let rc = std::fs::read_to_string(out.join(format!("{i}.rc"))).ok();
         let Some(rc) = rc.map(|r| r.trim().to_string()) else {
             if finished.is_err() {
-                runs.push(CheckRun { name: name.clone(), command: command.clone(), passed: false, output_tail: "[verification timed out]".into() });
+                runs.push(CheckRun {
+                    name: name.clone(),
+                    command: command.clone(),
+                    passed: false,
+                    output_tail: "[verification timed out]".into(),
+                });
             }
             continue;
         };
@@ -209,7 +241,12 @@ pub async fn run_checks(
         if rc == "124" || rc == "137" {
             tail.push_str(&format!("\n[timed out after {per_step} s]"));
         }
-        runs.push(CheckRun { name: name.clone(), command: command.clone(), passed: rc == "0", output_tail: tail });
+        runs.push(CheckRun {
+            name: name.clone(),
+            command: command.clone(),
+            passed: rc == "0",
+            output_tail: tail,
+        });
     }
     Ok(runs)
 }

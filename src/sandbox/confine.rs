@@ -18,7 +18,10 @@ pub fn confine(_spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     // Own session and process group, and die with the parent.
     let _ = nix::unistd::setsid();
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-    Ok(Enforcement { layers: vec!["process: own session, dies with its parent".into()], warnings: Vec::new() })
+    Ok(Enforcement {
+        layers: vec!["process: own session, dies with its parent".into()],
+        warnings: Vec::new(),
+    })
 }
 
 /// The hidden `__exec` subcommand: confine, then exec `argv`. Returns only on failure.

@@ -20,9 +20,18 @@ pub fn session_env(spec: &SandboxSpec) -> Vec<(String, String)> {
         ("HOME".to_string(), home),
         ("TMPDIR".to_string(), tmp),
         ("GIT_AUTHOR_NAME".to_string(), "longrun session".to_string()),
-        ("GIT_AUTHOR_EMAIL".to_string(), "session@longrun.localhost".to_string()),
-        ("GIT_COMMITTER_NAME".to_string(), "longrun session".to_string()),
-        ("GIT_COMMITTER_EMAIL".to_string(), "session@longrun.localhost".to_string()),
+        (
+            "GIT_AUTHOR_EMAIL".to_string(),
+            "session@longrun.localhost".to_string(),
+        ),
+        (
+            "GIT_COMMITTER_NAME".to_string(),
+            "longrun session".to_string(),
+        ),
+        (
+            "GIT_COMMITTER_EMAIL".to_string(),
+            "session@longrun.localhost".to_string(),
+        ),
         ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
     ]);
     env

@@ -5,9 +5,9 @@
 //! exists; [`command`] builds the command that re-executes longrun to confine
 //! itself and then exec a program. Only this module makes confinement syscalls.
 
+mod confine;
 mod env;
 mod spec;
-mod confine;
 
 pub use confine::{confine, exec_confined, Enforcement};
 pub use env::session_env;

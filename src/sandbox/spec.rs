@@ -34,7 +34,10 @@ pub struct SandboxSpec {
 pub fn command(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<std::process::Command> {
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg(EXEC_SUBCOMMAND).arg("--spec").arg(serde_json::to_string(spec)?).arg("--");
+    cmd.arg(EXEC_SUBCOMMAND)
+        .arg("--spec")
+        .arg(serde_json::to_string(spec)?)
+        .arg("--");
     cmd.args(argv);
     cmd.env_clear();
     cmd.envs(super::session_env(spec));

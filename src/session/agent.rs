@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use super::WorkerConfig;
-use crate::broker::{OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
+use crate::broker::{
+    OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport,
+};
 use crate::model::{ChatRequest, Message, ToolSpec};
 use crate::tools::{Registry, ToolContext};
 
@@ -34,7 +36,9 @@ impl<'a> AgentLoop<'a> {
             ctx,
             system,
             tools: registry.specs(),
-            messages: vec![Message::User { content: first_message }],
+            messages: vec![Message::User {
+                content: first_message,
+            }],
             max_steps: config.max_steps,
             wall_time: Duration::from_secs(config.wall_time_secs),
             started: Instant::now(),
@@ -67,12 +71,17 @@ impl<'a> AgentLoop<'a> {
                 }
             };
             let calls = response.tool_calls.clone();
-            self.messages.push(Message::Assistant { text: response.text, tool_calls: calls.clone() });
+            self.messages.push(Message::Assistant {
+                text: response.text,
+                tool_calls: calls.clone(),
+            });
             if calls.is_empty() {
                 return Ok(self.report(WorkerEnd::Completed, None));
             }
             for call in calls {
-                let out = self.registry.dispatch(self.ctx, &call.name, &call.arguments);
+                let out = self
+                    .registry
+                    .dispatch(self.ctx, &call.name, &call.arguments);
                 link.send(&WorkerMessage::Event {
                     event: SessionEvent::ToolCall {
                         step: self.steps,
@@ -99,7 +108,10 @@ impl<'a> AgentLoop<'a> {
             return Some(format!("budget: step limit of {} reached", self.max_steps));
         }
         if self.started.elapsed() >= self.wall_time {
-            return Some(format!("budget: wall time of {} s reached", self.wall_time.as_secs()));
+            return Some(format!(
+                "budget: wall time of {} s reached",
+                self.wall_time.as_secs()
+            ));
         }
         None
     }
@@ -111,14 +123,21 @@ impl<'a> AgentLoop<'a> {
         }
         self.warned = true;
         let left = self.max_steps - self.steps;
-        let text = format!("[harness] {left} steps left in this session's budget: commit what works now.");
-        link.send(&WorkerMessage::Event { event: SessionEvent::Notice { text: text.clone() } })?;
+        let text =
+            format!("[harness] {left} steps left in this session's budget: commit what works now.");
+        link.send(&WorkerMessage::Event {
+            event: SessionEvent::Notice { text: text.clone() },
+        })?;
         self.messages.push(Message::User { content: text });
         Ok(())
     }
 
     fn report(&self, ended: WorkerEnd, reason: Option<String>) -> WorkerReport {
-        WorkerReport { ended, reason, steps: self.steps }
+        WorkerReport {
+            ended,
+            reason,
+            steps: self.steps,
+        }
     }
 }
 
@@ -132,7 +151,10 @@ fn summarize(arguments: &str) -> String {
             .find_map(|k| v.get(*k).and_then(|x| x.as_str()).map(str::to_string))
     });
     let text = key.unwrap_or_else(|| arguments.to_string());
-    let one_line: String = text.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    let one_line: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
     if one_line.chars().count() > 120 {
         format!("{}…", one_line.chars().take(120).collect::<String>())
     } else {

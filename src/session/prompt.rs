@@ -23,7 +23,12 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
     let checks = if config.checks.is_empty() {
         "(none besides the feature's own check)".to_string()
     } else {
-        config.checks.iter().map(|c| format!("- `{c}`")).collect::<Vec<_>>().join("\n")
+        config
+            .checks
+            .iter()
+            .map(|c| format!("- `{c}`"))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     match (&config.role, &config.feature) {
         (Role::Worker, Some(feature)) => render(

@@ -27,12 +27,20 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("failed to read {}", config_path.display()))?;
     let config: WorkerConfig = serde_json::from_str(&text).context("worker.json is malformed")?;
     // The single place where a session's confinement is applied.
-    let enforcement = crate::sandbox::confine(&config.sandbox).context("failed to confine the session")?;
+    let enforcement =
+        crate::sandbox::confine(&config.sandbox).context("failed to confine the session")?;
     let mut link = WorkerLink::inherited()?;
     for warning in &enforcement.warnings {
-        link.send(&WorkerMessage::Event { event: SessionEvent::Notice { text: format!("sandbox: {warning}") } })?;
+        link.send(&WorkerMessage::Event {
+            event: SessionEvent::Notice {
+                text: format!("sandbox: {warning}"),
+            },
+        })?;
     }
-    let ctx = ToolContext { workspace: config.sandbox.workspace.clone(), tmp: config.sandbox.tmp.clone() };
+    let ctx = ToolContext {
+        workspace: config.sandbox.workspace.clone(),
+        tmp: config.sandbox.tmp.clone(),
+    };
     let init_report = run_init_script(&mut link, &ctx)?;
     let registry = Registry::standard();
     let first = prompt::first_message(&config, &ctx.workspace, &init_report);
@@ -40,7 +48,11 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
     let mut agent = AgentLoop::new(&config, &registry, &ctx, system, first);
     let report = match agent.run(&mut link) {
         Ok(report) => report,
-        Err(e) => WorkerReport { ended: WorkerEnd::Failed, reason: Some(format!("{e:#}")), steps: agent.steps() },
+        Err(e) => WorkerReport {
+            ended: WorkerEnd::Failed,
+            reason: Some(format!("{e:#}")),
+            steps: agent.steps(),
+        },
     };
     link.send(&WorkerMessage::Finished { report })
 }
@@ -53,12 +65,17 @@ fn run_init_script(link: &mut WorkerLink, ctx: &ToolContext) -> anyhow::Result<S
     let out = run_shell(&ctx.workspace, "./init.sh", Duration::from_secs(600))?;
     let tail = crate::progress::tail(&out.output, 30);
     link.send(&WorkerMessage::Event {
-        event: SessionEvent::InitScript { exit_code: out.exit_code, output_tail: tail.clone() },
+        event: SessionEvent::InitScript {
+            exit_code: out.exit_code,
+            output_tail: tail.clone(),
+        },
     })?;
     let status = match (out.timed_out, out.exit_code) {
         (true, _) => "timed out".to_string(),
         (_, Some(code)) => format!("exited {code}"),
         (_, None) => "was killed by a signal".to_string(),
     };
-    Ok(format!("The harness ran ./init.sh; it {status}. Its last lines:\n```\n{tail}\n```"))
+    Ok(format!(
+        "The harness ran ./init.sh; it {status}. Its last lines:\n```\n{tail}\n```"
+    ))
 }

@@ -18,7 +18,8 @@ impl Tool for Bash {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "bash".into(),
-            description: "Run a bash command in the workspace. stdout and stderr are combined.".into(),
+            description: "Run a bash command in the workspace. stdout and stderr are combined."
+                .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -31,8 +32,14 @@ impl Tool for Bash {
     }
 
     fn run(&self, ctx: &ToolContext, args: &serde_json::Value) -> anyhow::Result<String> {
-        let command = args.get("command").and_then(|v| v.as_str()).context("missing `command` (a string)")?;
-        let timeout = args.get("timeout_secs").and_then(|v| v.as_u64()).unwrap_or(120);
+        let command = args
+            .get("command")
+            .and_then(|v| v.as_str())
+            .context("missing `command` (a string)")?;
+        let timeout = args
+            .get("timeout_secs")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(120);
         let out = run_shell(&ctx.workspace, command, Duration::from_secs(timeout))?;
         let status = match (out.timed_out, out.exit_code) {
             (true, _) => format!("[timed out after {timeout} s; the command was killed]"),
@@ -40,7 +47,15 @@ impl Tool for Bash {
             (false, Some(code)) => format!("[exit code {code}]"),
             (false, None) => "[killed by a signal]".into(),
         };
-        Ok(format!("{}{}", out.output, if status.is_empty() { String::new() } else { format!("\n{status}") }))
+        Ok(format!(
+            "{}{}",
+            out.output,
+            if status.is_empty() {
+                String::new()
+            } else {
+                format!("\n{status}")
+            }
+        ))
     }
 }
 
@@ -78,12 +93,22 @@ pub fn run_shell(dir: &Path, command: &str, timeout: Duration) -> anyhow::Result
         }
         if start.elapsed() >= timeout {
             timed_out = true;
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
             break child.wait()?;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
     let buf = reading.join().unwrap_or_default();
-    Ok(ShellOutcome { exit_code: status.code(), output: String::from_utf8_lossy(&buf).into_owned(), timed_out })
+    Ok(ShellOutcome {
+        exit_code: status.code(),
+        output: String::from_utf8_lossy(&buf).into_owned(),
+        timed_out,
+    })
 }

@@ -10,7 +10,9 @@ pub struct Registry {
 impl Registry {
     /// The tools every session gets.
     pub fn standard() -> Registry {
-        Registry { tools: vec![Box::new(Bash), Box::new(WriteFile)] }
+        Registry {
+            tools: vec![Box::new(Bash), Box::new(WriteFile)],
+        }
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -21,20 +23,39 @@ impl Registry {
     pub fn dispatch(&self, ctx: &ToolContext, name: &str, raw_args: &str) -> ToolOutput {
         let Some(tool) = self.tools.iter().find(|t| t.spec().name == name) else {
             let names: Vec<String> = self.tools.iter().map(|t| t.spec().name).collect();
-            return error(format!("unknown tool `{name}`; the tools are: {}", names.join(", ")));
+            return error(format!(
+                "unknown tool `{name}`; the tools are: {}",
+                names.join(", ")
+            ));
         };
-        let args: serde_json::Value = match serde_json::from_str(if raw_args.trim().is_empty() { "{}" } else { raw_args }) {
+        let args: serde_json::Value = match serde_json::from_str(if raw_args.trim().is_empty() {
+            "{}"
+        } else {
+            raw_args
+        }) {
             Ok(v) => v,
-            Err(e) => return error(format!("the arguments of `{name}` are not valid JSON ({e}); send a JSON object")),
+            Err(e) => {
+                return error(format!(
+                    "the arguments of `{name}` are not valid JSON ({e}); send a JSON object"
+                ))
+            }
         };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.run(ctx, &args))) {
-            Ok(Ok(content)) => ToolOutput { content, is_error: false },
+            Ok(Ok(content)) => ToolOutput {
+                content,
+                is_error: false,
+            },
             Ok(Err(e)) => error(format!("{e:#}")),
-            Err(_) => error(format!("the `{name}` tool failed unexpectedly; try the call another way")),
+            Err(_) => error(format!(
+                "the `{name}` tool failed unexpectedly; try the call another way"
+            )),
         }
     }
 }
 
 fn error(message: String) -> ToolOutput {
-    ToolOutput { content: format!("Error: {message}"), is_error: true }
+    ToolOutput {
+        content: format!("Error: {message}"),
+        is_error: true,
+    }
 }

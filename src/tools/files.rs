@@ -22,8 +22,14 @@ impl Tool for WriteFile {
     }
 
     fn run(&self, ctx: &ToolContext, args: &serde_json::Value) -> anyhow::Result<String> {
-        let path = args.get("path").and_then(|v| v.as_str()).context("missing `path` (a string)")?;
-        let content = args.get("content").and_then(|v| v.as_str()).context("missing `content` (a string)")?;
+        let path = args
+            .get("path")
+            .and_then(|v| v.as_str())
+            .context("missing `path` (a string)")?;
+        let content = args
+            .get("content")
+            .and_then(|v| v.as_str())
+            .context("missing `content` (a string)")?;
         let full = ctx.workspace.join(path);
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent)?;

@@ -1,0 +1,212 @@
+//! Shared helpers for the integration tests: temp projects, the binary, scripted models.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+/// A temp directory holding a project dir and whatever a test writes beside it.
+pub struct Env {
+    pub root: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            root: tempfile::Builder::new()
+                .prefix("longrun-test-")
+                .tempdir()
+                .expect("temp dir"),
+        }
+    }
+
+    /// The project directory (not created).
+    pub fn project(&self) -> PathBuf {
+        self.root.path().join("project")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// Write a file beside the project; returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    /// Write a scripted model and return its `scripted:PATH` string.
+    pub fn model(&self, sessions: Value) -> String {
+        let p = self.write("model.json", &json!({ "sessions": sessions }).to_string());
+        format!("scripted:{}", p.display())
+    }
+
+    /// The longrun binary with a clean environment, run in the temp root.
+    pub fn longrun(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+        cmd.current_dir(self.root.path());
+        cmd.env_remove("LONGRUN_MODEL");
+        cmd.env_remove("RUST_LOG");
+        cmd
+    }
+
+    /// Run longrun with `args`; returns the output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.longrun().args(args).output().expect("run longrun")
+    }
+
+    /// `init` the project from `spec` with `model`.
+    pub fn init(&self, spec: &str, model: &str) -> Output {
+        let spec_path = self.write("spec.md", spec);
+        let dir = self.project();
+        self.run(&[
+            "init",
+            spec_path.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+            "--model",
+            model,
+        ])
+    }
+
+    pub fn dir_arg(&self) -> String {
+        self.project().display().to_string()
+    }
+
+    /// `longrun log --json` of the project, parsed.
+    pub fn log_json(&self) -> Vec<Value> {
+        let out = self.run(&["log", "--json", "--dir", &self.dir_arg()]);
+        assert!(out.status.success(), "log failed: {}", text(&out));
+        serde_json::from_slice(&out.stdout).expect("log --json is JSON")
+    }
+
+    /// A file's text on main (from git, not the work tree).
+    pub fn on_main(&self, path: &str) -> Option<String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.project())
+            .args(["show", &format!("main:{path}")])
+            .output()
+            .expect("git show");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `git` in the project, stdout as text.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.project())
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Every transcript entry of session `n`.
+    pub fn transcript(&self, n: u32) -> Vec<Value> {
+        let p = self
+            .project()
+            .join(format!(".longrun/sessions/{n:04}/transcript.jsonl"));
+        let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        t.lines()
+            .map(|l| serde_json::from_str(l).expect("transcript line"))
+            .collect()
+    }
+
+    /// The model requests session `n` sent, as recorded by the orchestrator.
+    pub fn requests(&self, n: u32) -> Vec<Value> {
+        self.transcript(n)
+            .into_iter()
+            .filter(|e| e["type"] == "request")
+            .map(|e| e["request"].clone())
+            .collect()
+    }
+}
+
+/// stdout and stderr, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+// ---- building scripted turns ----
+
+pub fn bash(command: &str) -> Value {
+    json!({"name": "bash", "arguments": {"command": command}})
+}
+
+pub fn write_file(path: &str, content: &str) -> Value {
+    json!({"name": "write_file", "arguments": {"path": path, "content": content}})
+}
+
+pub fn turn(calls: Vec<Value>) -> Value {
+    json!({"text": "", "tool_calls": calls})
+}
+
+pub fn done(text: &str) -> Value {
+    json!({"text": text})
+}
+
+/// A features.json with the given (id, passes, check) entries.
+pub fn features(items: &[(&str, bool, &str)]) -> String {
+    let list: Vec<Value> = items
+        .iter()
+        .map(|(id, passes, check)| {
+            json!({"id": id, "category": "functional", "description": format!("feature {id}"),
+                   "steps": ["do it"], "check": check, "passes": passes})
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({ "features": list })).unwrap() + "\n"
+}
+
+/// An initializer session that writes `features_json`, an init.sh and progress.md, and commits.
+pub fn initializer(features_json: &str) -> Value {
+    json!([
+        turn(vec![
+            write_file("features.json", features_json),
+            write_file("init.sh", "#!/usr/bin/env bash\nset -e\necho ready\n"),
+            write_file("progress.md", "# Progress\n"),
+        ]),
+        turn(vec![bash(
+            "chmod +x init.sh && git add -A && git commit -qm init"
+        )]),
+        done("initialized"),
+    ])
+}
+
+/// A worker session that writes `files`, replaces features.json with `features_json`, and commits.
+pub fn worker(files: &[(&str, &str)], features_json: &str) -> Value {
+    let mut calls: Vec<Value> = files.iter().map(|(p, c)| write_file(p, c)).collect();
+    calls.push(write_file("features.json", features_json));
+    json!([
+        turn(calls),
+        turn(vec![bash(
+            "echo note >> progress.md && git add -A && git commit -qm work"
+        )]),
+        done("done"),
+    ])
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}

@@ -1,0 +1,8 @@
+//! The integration tests: one binary, one module per area. Each test runs the
+//! real binary on a temp project with a scripted model.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod e2e;
