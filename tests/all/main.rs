@@ -6,3 +6,4 @@
 mod common;
 
 mod e2e;
+mod verdicts;
