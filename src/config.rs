@@ -24,6 +24,8 @@ pub struct Config {
     pub budget: BudgetSection,
     #[serde(default)]
     pub run: RunSection,
+    #[serde(default)]
+    pub tools: ToolsSection,
 }
 
 /// `[model]`: which model the sessions use, when neither `--model` nor `LONGRUN_MODEL` says.
@@ -138,6 +140,28 @@ impl Default for RunSection {
         RunSection {
             max_attempts: default_max_attempts(),
             protected: default_protected(),
+        }
+    }
+}
+
+/// `[tools]`: how the session's tools behave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Characters of one tool result the model sees; longer results are cut
+    /// to head and tail, the whole saved in the session tmp.
+    #[serde(default = "default_output_cap")]
+    pub output_cap: usize,
+}
+
+fn default_output_cap() -> usize {
+    crate::tools::DEFAULT_OUTPUT_CAP
+}
+
+impl Default for ToolsSection {
+    fn default() -> Self {
+        ToolsSection {
+            output_cap: default_output_cap(),
         }
     }
 }

@@ -292,6 +292,7 @@ fn worker_config(
         checks: project.config.checks.commands.clone(),
         passing,
         total,
+        tool_output_cap: project.config.tools.output_cap,
     })
 }
 

@@ -47,4 +47,7 @@ pub struct WorkerConfig {
     /// Features passing and in all, at the session's base.
     pub passing: usize,
     pub total: usize,
+    /// `[tools] output_cap` of longrun.toml.
+    #[serde(default = "crate::tools::default_output_cap")]
+    pub tool_output_cap: usize,
 }

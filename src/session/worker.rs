@@ -42,7 +42,7 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         tmp: config.sandbox.tmp.clone(),
     };
     let init_report = run_init_script(&mut link, &ctx)?;
-    let registry = Registry::standard();
+    let registry = Registry::standard().with_output_cap(config.tool_output_cap);
     let first = prompt::first_message(&config, &ctx.workspace, &init_report);
     let system = prompt::system_prompt(&config);
     let mut agent = AgentLoop::new(&config, &registry, &ctx, system, first);

@@ -1,16 +1,28 @@
-//! `bash {command, timeout_secs?}`: a shell command in the workspace.
+//! `bash {command, timeout_secs?}`: a shell command in the workspace, and
+//! [`run_shell`], which the harness also uses for init.sh and checks.
+//!
+//! Each command runs in its own process group; on timeout the whole group is
+//! killed, and when the shell exits whatever it left running in the group goes
+//! too, so no call can hang the session or leak processes.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use serde_json::json;
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
 
+use super::args::Args;
 use super::{Tool, ToolContext};
 use crate::model::ToolSpec;
+
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+const MAX_TIMEOUT_SECS: u64 = 1800;
+/// Output kept in memory per command; a runaway `yes` must not eat the worker.
+const MAX_CAPTURE_BYTES: usize = 8 << 20;
 
 pub struct Bash;
 
@@ -18,58 +30,80 @@ impl Tool for Bash {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "bash".into(),
-            description: "Run a bash command in the workspace. stdout and stderr are combined."
-                .into(),
+            description: format!(
+                "Run a command with `bash -c` in the workspace root and return its combined stdout and stderr, \
+                 followed by the exit code when it is not 0. Use it to build, run tests, use git and inspect the system. \
+                 Commands are non-interactive (stdin is empty); processes still running when the command ends are killed, \
+                 so start a server and query it within the same command. The default timeout is {DEFAULT_TIMEOUT_SECS} s \
+                 (at most {MAX_TIMEOUT_SECS}); on timeout the command and everything it started are killed. \
+                 Long output is cut to its head and tail; the full text is saved to a file whose path is given. \
+                 Prefer read_file, list_files, grep, write_file and edit_file for files."
+            ),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "command": {"type": "string"},
-                    "timeout_secs": {"type": "integer"}
+                    "command": {"type": "string", "description": "The bash command line, e.g. `cargo test 2>&1 | tail -20`."},
+                    "timeout_secs": {"type": "integer", "description": "Seconds before the command is killed (default 120, at most 1800)."}
                 },
                 "required": ["command"]
             }),
         }
     }
 
-    fn run(&self, ctx: &ToolContext, args: &serde_json::Value) -> anyhow::Result<String> {
-        let command = args
-            .get("command")
-            .and_then(|v| v.as_str())
-            .context("missing `command` (a string)")?;
+    fn run(&self, ctx: &ToolContext, args: &Value) -> anyhow::Result<String> {
+        let args = Args::object("bash", args)?;
+        let command = args.string("command")?;
+        if command.trim().is_empty() {
+            bail!("argument `command` is empty; give a bash command line");
+        }
         let timeout = args
-            .get("timeout_secs")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(120);
+            .opt_u64("timeout_secs")?
+            .unwrap_or(DEFAULT_TIMEOUT_SECS);
+        if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
+            bail!(
+                "argument `timeout_secs` must be between 1 and {MAX_TIMEOUT_SECS}, not {timeout}"
+            );
+        }
         let out = run_shell(&ctx.workspace, command, Duration::from_secs(timeout))?;
-        let status = match (out.timed_out, out.exit_code) {
-            (true, _) => format!("[timed out after {timeout} s; the command was killed]"),
-            (false, Some(0)) => String::new(),
-            (false, Some(code)) => format!("[exit code {code}]"),
-            (false, None) => "[killed by a signal]".into(),
-        };
-        Ok(format!(
-            "{}{}",
-            out.output,
-            if status.is_empty() {
-                String::new()
-            } else {
-                format!("\n{status}")
-            }
-        ))
+        Ok(describe(&out, timeout))
     }
+}
+
+/// The output as the model sees it: the text, then how the command ended.
+fn describe(out: &ShellOutcome, timeout: u64) -> String {
+    let status = match (out.timed_out, out.exit_code) {
+        (true, _) => Some(format!(
+            "[timed out after {timeout} s; the command and its processes were killed]"
+        )),
+        (false, Some(0)) => None,
+        (false, Some(code)) => Some(format!("[exit code {code}]")),
+        (false, None) => Some("[killed by a signal]".into()),
+    };
+    let mut text = out.output.clone();
+    if text.is_empty() && status.is_none() {
+        return "(no output)".into();
+    }
+    if let Some(status) = status {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&status);
+    }
+    text
 }
 
 /// How a shell command ended.
 #[derive(Debug, Clone)]
 pub struct ShellOutcome {
     pub exit_code: Option<i32>,
+    /// stdout and stderr interleaved as written, lossily decoded.
     pub output: String,
     pub timed_out: bool,
 }
 
 /// Run `bash -c command` in `dir`, in its own process group, killed with the group on timeout.
 pub fn run_shell(dir: &Path, command: &str, timeout: Duration) -> anyhow::Result<ShellOutcome> {
-    let (mut reader, writer) = std::io::pipe()?;
+    let (reader, writer) = std::io::pipe()?;
     let mut child = Command::new("bash")
         .arg("-c")
         .arg(command)
@@ -80,11 +114,8 @@ pub fn run_shell(dir: &Path, command: &str, timeout: Duration) -> anyhow::Result
         .process_group(0)
         .spawn()
         .context("failed to start bash")?;
-    let reading = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = reader.read_to_end(&mut buf);
-        buf
-    });
+    let output = read_in_background(reader);
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let start = Instant::now();
     let mut timed_out = false;
     let status = loop {
@@ -93,22 +124,118 @@ pub fn run_shell(dir: &Path, command: &str, timeout: Duration) -> anyhow::Result
         }
         if start.elapsed() >= timeout {
             timed_out = true;
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
             break child.wait()?;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
     };
-    let _ = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    let buf = reading.join().unwrap_or_default();
+    // Whatever the command left in its group would hold the pipe open.
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    // A process that left the group can still hold the pipe; stop waiting for it.
+    let buf = output
+        .recv_timeout(Duration::from_secs(2))
+        .unwrap_or_else(|_| {
+            b"[output unavailable: a process that left the command's group kept it open]".to_vec()
+        });
     Ok(ShellOutcome {
         exit_code: status.code(),
         output: String::from_utf8_lossy(&buf).into_owned(),
         timed_out,
     })
+}
+
+/// Read the pipe to its end on a thread, keeping at most [`MAX_CAPTURE_BYTES`].
+fn read_in_background(mut reader: std::io::PipeReader) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 64 * 1024];
+        let mut dropped = 0usize;
+        loop {
+            match reader.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) if buf.len() + n <= MAX_CAPTURE_BYTES => buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => dropped += n,
+            }
+        }
+        if dropped > 0 {
+            buf.extend_from_slice(
+                format!("\n[{dropped} more bytes of output were discarded]\n").as_bytes(),
+            );
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(command: &str, timeout: u64) -> String {
+        let d = tempfile::tempdir().unwrap();
+        let ctx = ToolContext {
+            workspace: d.path().to_path_buf(),
+            tmp: d.path().to_path_buf(),
+        };
+        let v = json!({"command": command, "timeout_secs": timeout});
+        Bash.run(&ctx, &v).unwrap_or_else(|e| format!("Error: {e}"))
+    }
+
+    #[test]
+    fn combines_stdout_and_stderr_and_reports_the_exit_code() {
+        assert_eq!(
+            run("echo out; echo err >&2; exit 3", 10),
+            "out\nerr\n[exit code 3]"
+        );
+        assert_eq!(run("true", 10), "(no output)");
+        assert_eq!(run("printf x; false", 10), "x\n[exit code 1]");
+    }
+
+    #[test]
+    fn runs_in_the_workspace() {
+        let out = run("pwd", 10);
+        assert!(!out.trim().is_empty());
+        let d = tempfile::tempdir().unwrap();
+        let got = run_shell(d.path(), "pwd", Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            got.output.trim(),
+            d.path().canonicalize().unwrap().display().to_string()
+        );
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let d = tempfile::tempdir().unwrap();
+        let marker = d.path().join("survived");
+        let cmd = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+        let got = run_shell(d.path(), &cmd, Duration::from_millis(300)).unwrap();
+        assert!(got.timed_out);
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !marker.exists(),
+            "a process of the group outlived the timeout"
+        );
+    }
+
+    #[test]
+    fn reports_a_timeout_to_the_model() {
+        let out = run("echo started; sleep 5", 1);
+        assert!(out.starts_with("started\n"), "{out}");
+        assert!(out.contains("[timed out after 1 s"), "{out}");
+    }
+
+    #[test]
+    fn background_processes_do_not_hang_the_call() {
+        let d = tempfile::tempdir().unwrap();
+        let got = run_shell(d.path(), "sleep 60 & echo done", Duration::from_secs(10)).unwrap();
+        assert_eq!(got.output, "done\n");
+        assert!(!got.timed_out);
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        assert!(run("  ", 10).contains("`command` is empty"));
+        assert!(run("true", 0).contains("between 1 and 1800"));
+    }
 }

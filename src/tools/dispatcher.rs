@@ -1,61 +1,223 @@
-//! One place where tool calls are parsed, routed and made harmless.
+//! One place where tool calls are parsed, checked, routed and made harmless.
+//!
+//! Whatever the model sends, [`Registry::dispatch`] answers with a result:
+//! invalid JSON, an unknown tool, missing or mistyped arguments, an I/O error
+//! or a panic inside a tool each come back as `Error: ...` text that says
+//! what to do differently. Long results are cut here, for every tool alike.
 
-use super::{bash::Bash, files::WriteFile, Tool, ToolContext, ToolOutput};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::Value;
+
+use super::bash::Bash;
+use super::cap::{cap_output, DEFAULT_OUTPUT_CAP};
+use super::edit_file::EditFile;
+use super::grep::Grep;
+use super::list_files::ListFiles;
+use super::read_file::ReadFile;
+use super::write_file::WriteFile;
+use super::{args, Tool, ToolContext, ToolOutput};
 use crate::model::ToolSpec;
 
 pub struct Registry {
-    tools: Vec<Box<dyn Tool>>,
+    tools: Vec<(ToolSpec, Box<dyn Tool>)>,
+    output_cap: usize,
+    /// Numbers the files where cut outputs are saved.
+    saved: AtomicU32,
 }
 
 impl Registry {
     /// The tools every session gets.
     pub fn standard() -> Registry {
+        Registry::of(vec![
+            Box::new(Bash),
+            Box::new(ReadFile),
+            Box::new(WriteFile),
+            Box::new(EditFile),
+            Box::new(ListFiles),
+            Box::new(Grep),
+        ])
+    }
+
+    /// Tools that only look: read_file, list_files, grep.
+    pub fn read_only() -> Registry {
+        Registry::of(vec![
+            Box::new(ReadFile),
+            Box::new(ListFiles),
+            Box::new(Grep),
+        ])
+    }
+
+    fn of(tools: Vec<Box<dyn Tool>>) -> Registry {
         Registry {
-            tools: vec![Box::new(Bash), Box::new(WriteFile)],
+            tools: tools.into_iter().map(|t| (t.spec(), t)).collect(),
+            output_cap: DEFAULT_OUTPUT_CAP,
+            saved: AtomicU32::new(0),
         }
     }
 
+    /// Cut results longer than `chars` characters (at least 1,000).
+    pub fn with_output_cap(mut self, chars: usize) -> Registry {
+        self.output_cap = chars.max(1000);
+        self
+    }
+
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+        self.tools.iter().map(|(s, _)| s.clone()).collect()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|(s, _)| s.name.clone()).collect()
     }
 
     /// Run one call. Never panics and never fails: every problem is an `Error:` result.
     pub fn dispatch(&self, ctx: &ToolContext, name: &str, raw_args: &str) -> ToolOutput {
-        let Some(tool) = self.tools.iter().find(|t| t.spec().name == name) else {
-            let names: Vec<String> = self.tools.iter().map(|t| t.spec().name).collect();
-            return error(format!(
-                "unknown tool `{name}`; the tools are: {}",
-                names.join(", ")
-            ));
-        };
-        let args: serde_json::Value = match serde_json::from_str(if raw_args.trim().is_empty() {
-            "{}"
-        } else {
-            raw_args
-        }) {
-            Ok(v) => v,
-            Err(e) => {
-                return error(format!(
-                    "the arguments of `{name}` are not valid JSON ({e}); send a JSON object"
-                ))
-            }
-        };
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.run(ctx, &args))) {
-            Ok(Ok(content)) => ToolOutput {
+        let output = match self.run(ctx, name, raw_args) {
+            Ok(content) => ToolOutput {
                 content,
                 is_error: false,
             },
-            Ok(Err(e)) => error(format!("{e:#}")),
-            Err(_) => error(format!(
-                "the `{name}` tool failed unexpectedly; try the call another way"
+            Err(message) => ToolOutput {
+                content: format!("Error: {message}"),
+                is_error: true,
+            },
+        };
+        self.capped(ctx, name, output)
+    }
+
+    fn run(&self, ctx: &ToolContext, name: &str, raw_args: &str) -> Result<String, String> {
+        let Some((spec, tool)) = self.tools.iter().find(|(s, _)| s.name == name) else {
+            return Err(format!(
+                "there is no tool named `{name}`; the tools are: {}",
+                self.names().join(", ")
+            ));
+        };
+        let args = parse_arguments(name, raw_args)?;
+        args::validate(name, &spec.parameters, &args).map_err(|e| format!("{e:#}"))?;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.run(ctx, &args))) {
+            Ok(Ok(content)) => Ok(content),
+            Ok(Err(e)) => Err(format!("{e:#}")),
+            Err(_) => Err(format!(
+                "the `{name}` tool failed unexpectedly on these arguments; try the call another way"
             )),
         }
     }
+
+    fn capped(&self, ctx: &ToolContext, name: &str, mut output: ToolOutput) -> ToolOutput {
+        if output.content.chars().count() > self.output_cap {
+            let n = self.saved.fetch_add(1, Ordering::Relaxed) + 1;
+            let path = ctx
+                .tmp
+                .join("tool-outputs")
+                .join(format!("{n:04}-{name}.txt"));
+            output.content = cap_output(output.content, self.output_cap, &path);
+        }
+        output
+    }
 }
 
-fn error(message: String) -> ToolOutput {
-    ToolOutput {
-        content: format!("Error: {message}"),
-        is_error: true,
+/// The arguments as a JSON value; empty arguments mean `{}`.
+fn parse_arguments(name: &str, raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(raw).map_err(|e| {
+        let preview: String = raw.chars().take(80).collect();
+        format!(
+            "the arguments of `{name}` are not valid JSON ({e}); they began `{preview}`; send one JSON object such as {{\"path\": \"src/main.rs\"}}"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Panics;
+    impl Tool for Panics {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "panics".into(),
+                description: String::new(),
+                parameters: serde_json::json!({"type": "object", "properties": {}}),
+            }
+        }
+        fn run(&self, _: &ToolContext, _: &Value) -> anyhow::Result<String> {
+            panic!("boom")
+        }
+    }
+
+    fn ctx(d: &tempfile::TempDir) -> ToolContext {
+        ToolContext {
+            workspace: d.path().to_path_buf(),
+            tmp: d.path().join("tmp"),
+        }
+    }
+
+    #[test]
+    fn every_failure_is_an_error_result() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Registry::standard();
+        let cases = [
+            ("bash", "{not json", "are not valid JSON"),
+            ("nope", "{}", "there is no tool named `nope`; the tools are: bash, read_file, write_file, edit_file, list_files, grep"),
+            ("read_file", "{}", "missing required argument `path` (a string)"),
+            ("read_file", r#"{"path": 7}"#, "argument `path` must be a string"),
+            ("bash", r#"{"command": "true", "timeout_secs": "5"}"#, "`timeout_secs` must be a non-negative integer"),
+            ("bash", "[1]", "must be a JSON object"),
+            ("read_file", r#"{"path": "missing.txt"}"#, "does not exist"),
+        ];
+        for (name, raw, want) in cases {
+            let out = r.dispatch(&ctx(&d), name, raw);
+            assert!(out.is_error, "{name} {raw}: {out:?}");
+            assert!(out.content.starts_with("Error: "), "{out:?}");
+            assert!(out.content.contains(want), "{name} {raw}: {}", out.content);
+        }
+    }
+
+    #[test]
+    fn a_panicking_tool_is_an_error_result() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Registry::of(vec![Box::new(Panics)]);
+        let out = r.dispatch(&ctx(&d), "panics", "");
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("failed unexpectedly"),
+            "{}",
+            out.content
+        );
+        assert!(!out.content.contains("boom"));
+    }
+
+    #[test]
+    fn long_outputs_are_cut_and_saved() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Registry::standard().with_output_cap(2000);
+        let out = r.dispatch(&ctx(&d), "bash", r#"{"command": "seq 1 10000"}"#);
+        assert!(!out.is_error);
+        assert!(out.content.chars().count() < 2400, "{}", out.content.len());
+        assert!(out.content.starts_with("1\n2\n"));
+        assert!(out.content.ends_with("10000\n"));
+        let saved = d.path().join("tmp/tool-outputs/0001-bash.txt");
+        assert!(
+            out.content.contains(&saved.display().to_string()),
+            "{}",
+            out.content
+        );
+        let full = std::fs::read_to_string(&saved).unwrap();
+        assert_eq!(full.lines().count(), 10000);
+        // The model can page through the saved file with read_file.
+        let arg =
+            serde_json::json!({"path": saved.canonicalize().unwrap(), "offset": 9999}).to_string();
+        let page = r.dispatch(&ctx(&d), "read_file", &arg);
+        assert_eq!(page.content, "  9999\t9999\n 10000\t10000\n");
+    }
+
+    #[test]
+    fn read_only_has_no_writing_tools() {
+        assert_eq!(
+            Registry::read_only().names(),
+            ["read_file", "list_files", "grep"]
+        );
     }
 }
