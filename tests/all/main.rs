@@ -6,5 +6,5 @@
 mod common;
 
 mod e2e;
-mod verdicts;
 mod tools;
+mod verdicts;
