@@ -61,6 +61,24 @@ pub enum Command {
         /// Print only errors.
         #[arg(long, short)]
         quiet: bool,
+        /// Start no new session once the run has lasted H hours.
+        #[arg(long, value_name = "H")]
+        max_hours: Option<f64>,
+        /// Stop when N sessions in a row end without acceptance (default 5; 0: never).
+        #[arg(long, value_name = "N")]
+        max_consecutive_failures: Option<u32>,
+    },
+    /// Ask a running `continue` to stop after its current session.
+    Stop {
+        #[command(flatten)]
+        dir: DirArg,
+    },
+    /// Clear a stuck feature's failed attempts so that `continue` tries it again.
+    Retry {
+        /// The feature id, as in features.json.
+        feature: String,
+        #[command(flatten)]
+        dir: DirArg,
     },
     /// Features passing, attempts, verdicts, the next feature, tokens.
     Status {

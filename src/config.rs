@@ -126,6 +126,25 @@ pub struct RunSection {
     /// Paths a worker session may not change.
     #[serde(default = "default_protected")]
     pub protected: Vec<String>,
+    /// Seconds a session gets to commit what works after the first Ctrl-C or SIGTERM.
+    #[serde(default = "default_grace")]
+    pub grace_secs: u64,
+    /// Re-run the checks of every passing feature at every Nth session's verification (0: never).
+    #[serde(default = "default_regressions_every")]
+    pub regressions_every: u32,
+    /// Stop `continue` after this many sessions in a row end without acceptance.
+    #[serde(default = "default_max_failures")]
+    pub max_consecutive_failures: u32,
+}
+
+fn default_grace() -> u64 {
+    60
+}
+fn default_regressions_every() -> u32 {
+    1
+}
+fn default_max_failures() -> u32 {
+    5
 }
 
 fn default_max_attempts() -> u32 {
@@ -140,6 +159,9 @@ impl Default for RunSection {
         RunSection {
             max_attempts: default_max_attempts(),
             protected: default_protected(),
+            grace_secs: default_grace(),
+            regressions_every: default_regressions_every(),
+            max_consecutive_failures: default_max_failures(),
         }
     }
 }

@@ -81,15 +81,27 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             until_done,
             model,
             quiet,
+            max_hours,
+            max_consecutive_failures,
         } => {
-            o::continue_run(o::ContinueArgs {
-                dir: dir.dir,
+            let args = o::ContinueArgs {
                 sessions,
                 until_done,
                 model,
                 quiet,
-            })
-            .await
+                max_hours,
+                max_consecutive_failures,
+                ..o::ContinueArgs::new(dir.dir)
+            };
+            o::continue_run(args).await
+        }
+        Command::Stop { dir } => {
+            println!("{}", o::stop(&dir.dir)?);
+            Ok(Outcome::Done)
+        }
+        Command::Retry { feature, dir } => {
+            println!("{}", o::retry(&dir.dir, &feature)?);
+            Ok(Outcome::Done)
         }
         Command::Status { dir, json } => {
             print!("{}", o::status(&dir.dir, json)?);

@@ -273,22 +273,84 @@ pub fn record_empty(repo: &Repository, message: &str) -> anyhow::Result<Oid> {
     Ok(oid)
 }
 
-/// Move main from `old` to `new`: the work tree first (safely, keeping the user's
-/// edits), then the ref, which is the single point where the change lands.
+/// Move main from `old` to `new`. The ref update is the single point where
+/// the change lands; the project's work tree follows after it.
 fn advance_main(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()> {
+    repo.reference_matching(MAIN_REF, new, true, old, "longrun: record session")
+        .context("main moved while a session was recorded")?;
+    if let Err(e) = sync_worktree(repo, old, new) {
+        tracing::warn!("the project's work tree could not follow main: {e:#}");
+    }
+    Ok(())
+}
+
+/// Bring the project's work tree from commit `old` to `new` when main is checked
+/// out: every changed path whose file still holds `old`'s content gets `new`'s.
+/// Files the user edited are left alone. Idempotent, so recovery can run it again
+/// after a crash between the ref update and the files.
+pub fn sync_worktree(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()> {
     let on_main = repo
         .head()
         .ok()
         .and_then(|h| h.name().map(|n| n == MAIN_REF))
         .unwrap_or(false);
-    if on_main && !repo.is_bare() {
-        let target = repo.find_commit(new)?;
-        repo.checkout_tree(target.as_object(), Some(CheckoutBuilder::new().safe()))
-            .context("failed to update the project's work tree")?;
+    let Some(workdir) = repo.workdir() else {
+        return Ok(());
+    };
+    if !on_main || old == new {
+        return Ok(());
     }
-    repo.reference_matching(MAIN_REF, new, true, old, "longrun: record session")
-        .context("main moved while a session was recorded")?;
+    let old_tree = repo.find_commit(old)?.tree()?;
+    let new_tree = repo.find_commit(new)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    for delta in diff.deltas() {
+        let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
+            continue;
+        };
+        let file = workdir.join(path);
+        let current = std::fs::read(&file).ok();
+        let blob = |id: Oid| -> Option<Vec<u8>> {
+            (!id.is_zero())
+                .then(|| repo.find_blob(id).ok().map(|b| b.content().to_vec()))
+                .flatten()
+        };
+        let (before, after) = (blob(delta.old_file().id()), blob(delta.new_file().id()));
+        if current == after || current != before {
+            continue;
+        }
+        match after {
+            Some(bytes) => {
+                if let Some(parent) = file.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&file, bytes)?;
+                let exec = delta.new_file().mode() == git2::FileMode::BlobExecutable;
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(
+                    &file,
+                    std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }),
+                )?;
+            }
+            None => std::fs::remove_file(&file)?,
+        }
+    }
+    let mut index = repo.index()?;
+    index.read_tree(&new_tree)?;
+    index.write()?;
     Ok(())
+}
+
+/// Finish a work-tree update a crash may have cut short: sync from main's
+/// first parent to main.
+pub fn resync_worktree(repo: &Repository) -> anyhow::Result<()> {
+    let Some(head) = main_head(repo)? else {
+        return Ok(());
+    };
+    let commit = repo.find_commit(head)?;
+    match commit.parent_id(0) {
+        Ok(parent) => sync_worktree(repo, parent, head),
+        Err(_) => Ok(()),
+    }
 }
 
 /// One commit of main's first-parent history.

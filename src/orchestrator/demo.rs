@@ -54,14 +54,11 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     if outcome != Outcome::Done {
         return Ok(outcome);
     }
-    let outcome = continue_run(ContinueArgs {
-        dir: dir.clone(),
-        sessions: None,
+    let args = ContinueArgs {
         until_done: true,
-        model: None,
-        quiet: false,
-    })
-    .await?;
+        ..ContinueArgs::new(dir.clone())
+    };
+    let outcome = continue_run(args).await?;
     println!("\n$ longrun status --dir {}", dir.display());
     print!("{}", status(&dir, false)?);
     println!("\n$ longrun log --dir {}", dir.display());

@@ -58,6 +58,8 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         }
     }
     repo::ensure_excluded(&repo, "/.longrun/")?;
+    // A second init racing this one, or a continue already running, holds the lock.
+    let early_lock = super::lock::acquire(&crate::state::longrun_dir(&dir))?;
     // The spec itself and a prepared longrun.toml may be waiting, uncommitted.
     let allowed = |p: &str| p == config::FILE_NAME || dir.join(p) == spec_path;
     let dirty: Vec<String> = repo::dirty_paths(&repo)?
@@ -95,6 +97,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     )?;
 
     let project = Project::open(&dir)?;
+    let _lock = early_lock;
     let reporter = Reporter { quiet: args.quiet };
     let interrupt = Interrupt::install()?;
     let outcome = run_initializer(&project, &provider, &reporter, &interrupt).await?;

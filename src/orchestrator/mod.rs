@@ -3,18 +3,25 @@
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
 
+mod control;
 mod demo;
+mod failpoint;
 mod history;
 mod init;
+mod lock;
 mod project;
 mod record;
+mod recover;
 mod reporter;
 mod run;
 mod session;
+mod signals;
 mod status;
 mod verdict;
 mod verify;
+mod worker;
 
+pub use control::{retry, stop};
 pub use demo::{demo, DemoArgs};
 pub use history::{FeatureStats, History, SessionRow};
 pub use init::{init, InitArgs};

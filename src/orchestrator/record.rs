@@ -19,6 +19,8 @@ pub struct Record<'a> {
     pub steps: u32,
     pub duration_s: u64,
     pub sandbox: &'a [String],
+    /// The session's work is kept at its ref (false when it never got a clone).
+    pub work_kept: bool,
 }
 
 pub fn work_ref(number: u32) -> String {
@@ -64,7 +66,7 @@ pub fn message(r: &Record) -> String {
         ("Longrun-Steps", r.steps.to_string()),
         ("Longrun-Duration-S", r.duration_s.to_string()),
     ]);
-    if r.verdict != Verdict::Accepted {
+    if r.verdict != Verdict::Accepted && r.work_kept {
         t.push(("Longrun-Work-Ref", work_ref(r.number)));
     }
     for layer in r.sandbox {

@@ -1,14 +1,14 @@
 //! `longrun continue`: worker sessions one after another, each on the next
-//! feature, until the asked number ran, everything passes, or only stuck
-//! features remain.
+//! feature, until the asked number ran, everything passes, only stuck
+//! features remain, or a run limit is reached.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use tokio::sync::watch;
+use std::time::{Duration, Instant};
 
 use super::session::{next_number, run_session, SessionOutcome, SessionPlan};
-use super::{resolve_model, History, Project, Reporter, Verdict};
+pub use super::signals::Interrupt;
+use super::{lock, recover, resolve_model, History, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
 use crate::model::{open_provider, Provider};
@@ -20,40 +20,29 @@ pub struct ContinueArgs {
     pub until_done: bool,
     pub model: Option<String>,
     pub quiet: bool,
+    /// Start no session once the run has lasted this long.
+    pub max_hours: Option<f64>,
+    /// Stop after this many sessions in a row without acceptance (default from longrun.toml).
+    pub max_consecutive_failures: Option<u32>,
 }
 
-/// Set once SIGINT or SIGTERM arrives.
-#[derive(Clone)]
-pub struct Interrupt {
-    rx: watch::Receiver<bool>,
+impl ContinueArgs {
+    pub fn new(dir: PathBuf) -> ContinueArgs {
+        ContinueArgs {
+            dir,
+            sessions: None,
+            until_done: false,
+            model: None,
+            quiet: false,
+            max_hours: None,
+            max_consecutive_failures: None,
+        }
+    }
 }
 
-impl Interrupt {
-    /// Listen for SIGINT and SIGTERM for the rest of the process.
-    pub fn install() -> anyhow::Result<Interrupt> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (tx, rx) = watch::channel(false);
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut term = signal(SignalKind::terminate())?;
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            let _ = tx.send(true);
-        });
-        Ok(Interrupt { rx })
-    }
-
-    pub fn is_set(&self) -> bool {
-        *self.rx.borrow()
-    }
-
-    /// Resolves once the interrupt is set.
-    pub async fn wait(&self) {
-        let mut rx = self.rx.clone();
-        let _ = rx.wait_for(|set| *set).await;
-    }
+/// The file `longrun stop` creates; a running continue stops after its current session.
+pub fn stop_file(project: &Project) -> PathBuf {
+    project.longrun_dir().join("stop")
 }
 
 /// The first feature that does not pass and is not stuck.
@@ -71,9 +60,21 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let project = Project::open(&args.dir)?;
     let spec = resolve_model(args.model.as_deref(), &project.config, &project.dir)?;
     let provider = open_provider(&spec)?;
+    let _lock = lock::acquire(&project.longrun_dir())?;
     let reporter = Reporter { quiet: args.quiet };
     let interrupt = Interrupt::install()?;
+    recover::recover_all(&project, &reporter)?;
+    // A stop asked for before this run started is not for this run.
+    let _ = std::fs::remove_file(stop_file(&project));
     run_sessions(&project, &provider, &args, &reporter, &interrupt).await
+}
+
+/// Counts what the run has done, for its limits.
+struct Tally {
+    started: Instant,
+    ran: u32,
+    /// Reasons of the sessions in the current streak without acceptance.
+    streak: Vec<String>,
 }
 
 /// The loop shared by `continue` and the demo.
@@ -94,23 +95,21 @@ pub async fn run_sessions(
             return Ok(Outcome::RunFailed);
         }
     }
-    let limit = match (args.sessions, args.until_done) {
-        (Some(n), _) => Some(n),
-        (None, true) => None,
-        (None, false) => Some(1),
+    let max_failures = args
+        .max_consecutive_failures
+        .unwrap_or(project.config.run.max_consecutive_failures);
+    let mut tally = Tally {
+        started: Instant::now(),
+        ran: 0,
+        streak: Vec::new(),
     };
-    let mut ran = 0u32;
     loop {
         let history = project.history()?;
         let Some(feature) = next_feature(project, &history)? else {
             return finished(project, &history, reporter);
         };
-        if limit.is_some_and(|n| ran >= n) {
-            return Ok(if args.until_done {
-                Outcome::StoppedEarly
-            } else {
-                Outcome::Done
-            });
+        if let Some(outcome) = limit_reached(project, args, &tally, reporter)? {
+            return Ok(outcome);
         }
         let number = next_number(project)?;
         let plan = SessionPlan {
@@ -119,11 +118,62 @@ pub async fn run_sessions(
             feature: Some(feature),
         };
         let outcome = run_session(project, provider, plan, reporter, interrupt).await?;
-        ran += 1;
+        tally.ran += 1;
         if let Some(done) = stop_after(&outcome, interrupt) {
             return Ok(done);
         }
+        if outcome.verdict == Verdict::Accepted {
+            tally.streak.clear();
+        } else {
+            let why = outcome.reasons.first().cloned().unwrap_or_default();
+            tally
+                .streak
+                .push(format!("session {number} {}: {why}", outcome.verdict));
+        }
+        if max_failures > 0 && tally.streak.len() as u32 >= max_failures {
+            reporter.line(&format!(
+                "stopping: {max_failures} sessions in a row ended without acceptance:"
+            ));
+            for line in &tally.streak {
+                reporter.line(&format!("  {line}"));
+            }
+            return Ok(Outcome::StoppedEarly);
+        }
     }
+}
+
+/// Whether a run limit forbids starting another session, and how the run ends then.
+fn limit_reached(
+    project: &Project,
+    args: &ContinueArgs,
+    tally: &Tally,
+    reporter: &Reporter,
+) -> anyhow::Result<Option<Outcome>> {
+    let stop = stop_file(project);
+    if stop.exists() {
+        std::fs::remove_file(&stop)?;
+        reporter.line("stopping: `longrun stop` was asked for");
+        return Ok(Some(Outcome::StoppedEarly));
+    }
+    let asked = match (args.sessions, args.until_done) {
+        (Some(n), _) => Some(n),
+        (None, true) => None,
+        (None, false) => Some(1),
+    };
+    if asked.is_some_and(|n| tally.ran >= n) {
+        return Ok(Some(if args.until_done {
+            Outcome::StoppedEarly
+        } else {
+            Outcome::Done
+        }));
+    }
+    if let Some(hours) = args.max_hours {
+        if tally.started.elapsed() >= Duration::from_secs_f64(hours.max(0.0) * 3600.0) {
+            reporter.line(&format!("stopping: the run reached --max-hours {hours}"));
+            return Ok(Some(Outcome::StoppedEarly));
+        }
+    }
+    Ok(None)
 }
 
 /// Run the initializer session.
@@ -174,8 +224,8 @@ fn finished(project: &Project, history: &History, reporter: &Reporter) -> anyhow
         let stats = history.stats(&f.id);
         let why = stats.last_reasons.first().cloned().unwrap_or_default();
         reporter.line(&format!(
-            "  {} ({} failed attempts): {why}",
-            f.id, stats.failed_attempts
+            "  {} ({} failed attempts): {why}; `longrun retry {}` tries it again",
+            f.id, stats.failed_attempts, f.id
         ));
     }
     Ok(Outcome::StoppedEarly)

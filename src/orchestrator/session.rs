@@ -2,22 +2,20 @@
 //! directory and clone, start the confined worker, broker its model calls,
 //! verify its work and record the verdict on main.
 
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use git2::Oid;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::record::{self, Record};
 use super::verify::{self, CheckRun};
+use super::worker::{self as serve, Launch, Stop, WorkerRun};
 use super::{Project, Reporter, Verdict};
-use crate::broker::{self, OrchestratorMessage, WorkerEnd, WorkerMessage, WorkerReport};
+use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::{Feature, FeatureList};
-use crate::model::{ModelError, Provider, RequestContext, Usage};
+use crate::model::{Provider, Usage};
 use crate::repo;
 use crate::sandbox::SandboxSpec;
 use crate::session::{FeatureBrief, Role, WorkerConfig};
@@ -95,6 +93,7 @@ pub async fn run_session(
         std::fs::create_dir_all(d).with_context(|| format!("failed to create {}", d.display()))?;
     }
     let base = repo::main_head(&project.repo)?.context("main has no commits")?;
+    super::failpoint::hit("before-clone", plan.number);
     repo::clone_main(&project.dir, &work)?;
     let mut transcript = Transcript::open(&dir.join("transcript.jsonl"))?;
     let model_name = provider.describe();
@@ -113,19 +112,18 @@ pub async fn run_session(
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
 
-    let run = drive_worker(
-        project,
-        provider,
-        &plan,
-        &dir,
-        &config_path,
-        &mut transcript,
-        reporter,
-        interrupt,
-    )
-    .await?;
+    let launch = Launch {
+        number: plan.number,
+        session_dir: &dir,
+        config_path: &config_path,
+        env: crate::sandbox::session_env(&spec),
+        wall_time: Duration::from_secs(project.config.budget.wall_time_secs),
+        grace: Duration::from_secs(project.config.run.grace_secs),
+    };
+    let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 
     // Verification, from outside the session.
+    super::failpoint::hit("verification", plan.number);
     let collected = verify::collect_work(project, &work, plan.number)?;
     let mut reasons = Vec::new();
     if run.stop != Stop::Interrupted {
@@ -133,8 +131,16 @@ pub async fn run_session(
             verify::rule_problems(project, plan.role, plan.feature.as_ref(), base, &collected)?;
         if reasons.is_empty() {
             let place = verify::prepare_checkout(project, &dir, collected.head)?;
-            let checks: Vec<CheckRun> =
-                verify::run_checks(project, &place, plan.role, plan.feature.as_ref()).await?;
+            let regressions =
+                verify::regressions_due(project, plan.number, base, plan.feature.as_ref());
+            let checks: Vec<CheckRun> = verify::run_checks(
+                project,
+                &place,
+                plan.role,
+                plan.feature.as_ref(),
+                &regressions,
+            )
+            .await?;
             for c in &checks {
                 reporter.check(&c.name, c.passed);
                 transcript.append(&Entry::Check {
@@ -144,17 +150,12 @@ pub async fn run_session(
                     output_tail: c.output_tail.clone(),
                 })?;
                 if !c.passed {
-                    reasons.push(format!(
-                        "{} failed: `{}`{}",
-                        c.name,
-                        c.command,
-                        last_line(&c.output_tail)
-                    ));
+                    reasons.push(check_failure(c));
                 }
             }
         }
     }
-    let verdict = decide(&run, &mut reasons);
+    let verdict = decide(&run, project.config.budget.wall_time_secs, &mut reasons);
     let sandbox_layers = vec![format!("profile {}", project.config.sandbox.profile)];
     let rec = Record {
         number: plan.number,
@@ -168,8 +169,10 @@ pub async fn run_session(
         steps: run.report.as_ref().map(|r| r.steps).unwrap_or(run.requests),
         duration_s: started.elapsed().as_secs(),
         sandbox: &sandbox_layers,
+        work_kept: true,
     };
     let (verdict, reasons, commit) = record::record(project, &rec, collected.head)?;
+    super::failpoint::hit("after-record", plan.number);
     transcript.append(&Entry::Verdict {
         verdict: verdict.to_string(),
         reasons: reasons.clone(),
@@ -188,6 +191,24 @@ pub async fn run_session(
     })
 }
 
+/// The reason a failed check gives; a regression names the feature it broke.
+fn check_failure(c: &CheckRun) -> String {
+    match c.name.strip_prefix(verify::REGRESSION) {
+        Some(id) => format!(
+            "regression: this session broke feature {}, whose check now fails: `{}`{}",
+            id.trim(),
+            c.command,
+            last_line(&c.output_tail)
+        ),
+        None => format!(
+            "{} failed: `{}`{}",
+            c.name,
+            c.command,
+            last_line(&c.output_tail)
+        ),
+    }
+}
+
 fn last_line(output: &str) -> String {
     match output.lines().rev().find(|l| !l.trim().is_empty()) {
         Some(l) => format!(": {}", l.trim()),
@@ -195,13 +216,48 @@ fn last_line(output: &str) -> String {
     }
 }
 
+/// Where the work of earlier failed attempts at `feature` is, for the worker's
+/// first message. A new attempt starts fresh from main; it may look at these.
+fn earlier_attempts(project: &Project, feature: Option<&Feature>) -> anyhow::Result<Vec<String>> {
+    let Some(feature) = feature else {
+        return Ok(Vec::new());
+    };
+    let history = project.history()?;
+    let notes = history
+        .sessions
+        .iter()
+        .filter(|s| s.feature.as_deref() == Some(feature.id.as_str()) && s.verdict() != Some(Verdict::Accepted))
+        .map(|s| {
+            let why = s.reasons.first().cloned().unwrap_or_default();
+            match &s.work_ref {
+                Some(r) => format!(
+                    "session {} was {} ({why}); its work: `git fetch {} {r} && git log -p HEAD..FETCH_HEAD`",
+                    s.session,
+                    s.verdict,
+                    project.dir.display()
+                ),
+                None => format!("session {} was {} ({why})", s.session, s.verdict),
+            }
+        })
+        .collect();
+    Ok(notes)
+}
+
 /// The verdict from how the worker ended and what verification found.
-fn decide(run: &WorkerRun, reasons: &mut Vec<String>) -> Verdict {
+fn decide(run: &WorkerRun, wall_time_secs: u64, reasons: &mut Vec<String>) -> Verdict {
     match run.stop {
         Stop::Interrupted => {
             reasons.insert(
                 0,
-                "interrupted: the run was stopped while this session ran".into(),
+                "interrupted: stopped at once by a second signal; the work is kept".into(),
+            );
+            return Verdict::Interrupted;
+        }
+        Stop::GraceOver if reasons.is_empty() => return Verdict::Accepted,
+        Stop::GraceOver => {
+            reasons.insert(
+                0,
+                "interrupted: the grace period after a signal ran out".into(),
             );
             return Verdict::Interrupted;
         }
@@ -209,10 +265,7 @@ fn decide(run: &WorkerRun, reasons: &mut Vec<String>) -> Verdict {
         Stop::WallTime => {
             reasons.insert(
                 0,
-                format!(
-                    "budget: wall time of {} s reached; the worker was killed",
-                    run.wall_time_secs
-                ),
+                format!("budget: wall time of {wall_time_secs} s reached; the worker was killed"),
             );
             return Verdict::Incomplete;
         }
@@ -293,209 +346,6 @@ fn worker_config(
         passing,
         total,
         tool_output_cap: project.config.tools.output_cap,
+        notes: earlier_attempts(project, plan.feature.as_ref())?,
     })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    Exited,
-    WallTime,
-    Interrupted,
-}
-
-struct WorkerRun {
-    report: Option<WorkerReport>,
-    stop: Stop,
-    exit: String,
-    usage: Usage,
-    cost_usd: f64,
-    requests: u32,
-    fatal: Option<String>,
-    wall_time_secs: u64,
-}
-
-/// Start the worker and serve its model requests until it exits.
-#[allow(clippy::too_many_arguments)]
-async fn drive_worker(
-    project: &Project,
-    provider: &Arc<dyn Provider>,
-    plan: &SessionPlan,
-    dir: &Path,
-    config_path: &Path,
-    transcript: &mut Transcript,
-    reporter: &Reporter,
-    interrupt: &super::run::Interrupt,
-) -> anyhow::Result<WorkerRun> {
-    let (ours, theirs) =
-        std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
-    let spec_env = crate::sandbox::session_env(&sandbox_spec(
-        project,
-        &dir.join("work"),
-        &dir.join("tmp"),
-        &dir.join("home"),
-        Vec::new(),
-    ));
-    let log = std::fs::File::create(dir.join("worker.log"))?;
-    let mut cmd = std::process::Command::new(std::env::current_exe()?);
-    cmd.arg("__worker")
-        .arg("--config")
-        .arg(config_path)
-        .env_clear()
-        .envs(spec_env)
-        .env(broker::FD_ENV, broker::WORKER_FD.to_string())
-        .current_dir(dir.join("work"))
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    let fd = theirs.as_raw_fd();
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if fd == broker::WORKER_FD {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-            } else if libc::dup2(fd, broker::WORKER_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::setsid();
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = tokio::process::Command::from(cmd)
-        .kill_on_drop(true)
-        .spawn()
-        .context("failed to start the session worker")?;
-    drop(theirs);
-    let pid = child.id().map(|p| p as i32);
-    ours.set_nonblocking(true)?;
-    let stream = tokio::net::UnixStream::from_std(ours)?;
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
-
-    let wall_time_secs = project.config.budget.wall_time_secs;
-    let deadline =
-        tokio::time::sleep(Duration::from_secs(wall_time_secs) + Duration::from_secs(30));
-    tokio::pin!(deadline);
-    let mut run = WorkerRun {
-        report: None,
-        stop: Stop::Exited,
-        exit: String::new(),
-        usage: Usage::default(),
-        cost_usd: 0.0,
-        requests: 0,
-        fatal: None,
-        wall_time_secs,
-    };
-    loop {
-        let line = tokio::select! {
-            line = lines.next_line() => line,
-            _ = &mut deadline => { run.stop = Stop::WallTime; break; }
-            _ = interrupt.wait() => { run.stop = Stop::Interrupted; break; }
-        };
-        let Ok(Some(line)) = line else { break };
-        let message: WorkerMessage = match serde_json::from_str(&line) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(
-                    "session {}: malformed message from the worker: {e}",
-                    plan.number
-                );
-                continue;
-            }
-        };
-        match message {
-            WorkerMessage::ModelRequest { request } => {
-                let index = run.requests;
-                run.requests += 1;
-                transcript.append(&Entry::Request {
-                    index,
-                    request: request.clone(),
-                })?;
-                let ctx = RequestContext {
-                    session: plan.number,
-                    request_index: index,
-                };
-                let result = tokio::select! {
-                    r = provider.complete(ctx, &request) => r,
-                    _ = &mut deadline => { run.stop = Stop::WallTime; break; }
-                    _ = interrupt.wait() => { run.stop = Stop::Interrupted; break; }
-                };
-                let answer = match result {
-                    Ok(response) => {
-                        run.usage.add(response.usage);
-                        run.cost_usd += response.cost_usd;
-                        transcript.append(&Entry::Response {
-                            index,
-                            response: response.clone(),
-                        })?;
-                        OrchestratorMessage::ModelResponse {
-                            response,
-                            notice: None,
-                        }
-                    }
-                    Err(e) => {
-                        transcript.append(&Entry::ModelError {
-                            index,
-                            message: e.to_string(),
-                        })?;
-                        if e.is_fatal() {
-                            run.fatal = Some(e.to_string());
-                        }
-                        model_error(e)
-                    }
-                };
-                let mut out = serde_json::to_vec(&answer)?;
-                out.push(b'\n');
-                if write.write_all(&out).await.is_err() {
-                    break;
-                }
-            }
-            WorkerMessage::Event { event } => {
-                reporter.event(plan.number, &event);
-                transcript.append(&Entry::Event { event })?;
-            }
-            WorkerMessage::Finished { report } => run.report = Some(report),
-        }
-    }
-    if run.stop != Stop::Exited {
-        if let Some(pid) = pid {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-    let status = child.wait().await?;
-    if let Some(pid) = pid {
-        // Tools the worker left running go with its process group.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    run.exit = match status.code() {
-        Some(code) => format!("exit code {code}"),
-        None => "killed by a signal".into(),
-    };
-    if run.report.is_none() && run.stop == Stop::Exited {
-        let log = std::fs::read_to_string(dir.join("worker.log")).unwrap_or_default();
-        run.exit = format!(
-            "{}: {}",
-            run.exit,
-            crate::progress::tail(&log, 3).replace('\n', " ")
-        );
-    }
-    transcript.append(&Entry::WorkerFinished {
-        report: run.report.clone(),
-        exit: run.exit.clone(),
-    })?;
-    Ok(run)
-}
-
-fn model_error(e: ModelError) -> OrchestratorMessage {
-    OrchestratorMessage::ModelError {
-        fatal: e.is_fatal(),
-        message: e.to_string(),
-    }
 }

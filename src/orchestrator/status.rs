@@ -16,6 +16,13 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
     let max = project.config.run.max_attempts;
     let (tokens_in, tokens_out) = history.tokens();
     let passing = features.iter().filter(|f| f.passes).count();
+    let running = super::lock::running_holder(&project.longrun_dir());
+    // While a run is going, its current session has no verdict yet: that is not a crash.
+    let unrecorded = if running.is_some() {
+        Vec::new()
+    } else {
+        super::recover::unrecorded(&project, &history)
+    };
     if as_json {
         let rows: Vec<_> = features
             .iter()
@@ -33,6 +40,8 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
             "project": project.dir, "passing": passing, "total": features.len(),
             "initialized": history.initialized(), "features": rows,
             "next_feature": next.map(|f| f.id), "sessions": history.sessions.len(),
+            "unrecorded_sessions": unrecorded,
+            "running_pid": running.as_ref().map(|h| h.pid),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
         });
         return Ok(serde_json::to_string_pretty(&value)? + "\n");
@@ -77,6 +86,17 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
                 f.id, f.id
             ));
         }
+    }
+    if let Some(h) = &running {
+        out.push_str(&format!(
+            "a run is in progress: pid {} on {}, since {}\n",
+            h.pid, h.host, h.started
+        ));
+    }
+    for n in &unrecorded {
+        out.push_str(&format!(
+            "session {n} has no verdict (interrupted); `longrun continue` records it and keeps its work\n"
+        ));
     }
     out.push_str(&format!(
         "next feature: {}\nsessions run: {}\ntokens: {tokens_in} in, {tokens_out} out; cost ${:.4}\n",

@@ -18,6 +18,35 @@ use crate::sandbox::SandboxSpec;
 use crate::session::Role;
 use crate::{progress, repo};
 
+/// The name prefix of a passing feature's check run again.
+pub const REGRESSION: &str = "regression check of";
+
+/// The features whose checks this session's verification runs again: every
+/// feature passing at the base but the assigned one, every Nth session.
+pub fn regressions_due(
+    project: &Project,
+    number: u32,
+    base: Oid,
+    assigned: Option<&Feature>,
+) -> Vec<Feature> {
+    let every = project.config.run.regressions_every;
+    if every == 0 || !number.is_multiple_of(every) {
+        return Vec::new();
+    }
+    let Ok(Some(text)) = repo::read_file_at(&project.repo, base, features::FILE_NAME) else {
+        return Vec::new();
+    };
+    let Ok(list) = FeatureList::parse(&text) else {
+        return Vec::new();
+    };
+    list.features
+        .into_iter()
+        .filter(|f| {
+            f.passes && f.check.is_some() && Some(f.id.as_str()) != assigned.map(|a| a.id.as_str())
+        })
+        .collect()
+}
+
 /// A check run during verification.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CheckRun {
@@ -163,6 +192,7 @@ pub async fn run_checks(
     place: &CheckPlace,
     role: Role,
     feature: Option<&Feature>,
+    regressions: &[Feature],
 ) -> anyhow::Result<Vec<CheckRun>> {
     let mut steps: Vec<(String, String)> = Vec::new();
     if place.dir.join("init.sh").exists() {
@@ -180,6 +210,11 @@ pub async fn run_checks(
         }
         for (i, command) in project.config.checks.commands.iter().enumerate() {
             steps.push((format!("check {}", i + 1), command.clone()));
+        }
+        for f in regressions {
+            if let Some(check) = &f.check {
+                steps.push((format!("{REGRESSION} {}", f.id), check.clone()));
+            }
         }
     }
     if steps.is_empty() {

@@ -50,4 +50,7 @@ pub struct WorkerConfig {
     /// `[tools] output_cap` of longrun.toml.
     #[serde(default = "crate::tools::default_output_cap")]
     pub tool_output_cap: usize,
+    /// What the harness knows that the model should (earlier attempts and where their work is).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }

@@ -6,6 +6,20 @@ use std::path::Path;
 use super::{Role, WorkerConfig};
 use crate::templates::{render, INITIALIZER_PROMPT, WORKER_PROMPT};
 
+/// The harness notes on earlier attempts, as a paragraph (empty when there are none).
+fn earlier_attempts(config: &WorkerConfig) -> String {
+    if config.notes.is_empty() {
+        return String::new();
+    }
+    let mut text =
+        String::from("Earlier attempts at this feature (this session starts fresh from main):\n");
+    for note in &config.notes {
+        text.push_str(&format!("- {note}\n"));
+    }
+    text.push('\n');
+    text
+}
+
 pub fn system_prompt(config: &WorkerConfig) -> String {
     match config.role {
         Role::Initializer => INITIALIZER_PROMPT.to_string(),
@@ -36,7 +50,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
              Its check: {{check}}\n\nGlobal checks:\n{{checks}}\n\n\
              Features passing: {{passing}} of {{total}}.\n\n\
              Recent commits (`git log --oneline -20`):\n```\n{{log}}\n```\n\n\
-             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n\
+             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n{{earlier}}\
              Implement `{{id}}` now, run its check, set only its `passes` to true, append to progress.md and commit.",
             &[
                 ("session", &config.session.to_string()),
@@ -49,6 +63,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
                 ("log", &log),
                 ("notes", &notes),
                 ("init", init_report),
+                ("earlier", &earlier_attempts(config)),
             ],
         ),
         _ => {

@@ -1,0 +1,155 @@
+//! Crash recovery: sessions that have a directory but no verdict on main.
+//!
+//! After a kill -9 or a power loss, the next `continue` finds each such
+//! session, ends whatever it left running, keeps its work (commits and
+//! uncommitted changes) at `refs/longrun/sessions/NNNN`, and records an
+//! `interrupted` verdict. The feature is then tried again from main.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::record::{self, Record};
+use super::session::session_dir;
+use super::verify::collect_work;
+use super::{History, Project, Reporter, Verdict};
+use crate::model::Usage;
+use crate::session::WorkerConfig;
+use crate::state;
+use crate::transcript::{self, Entry, Transcript};
+
+/// Session numbers with a directory but no verdict commit on main.
+pub fn unrecorded(project: &Project, history: &History) -> Vec<u32> {
+    let recorded: BTreeSet<u32> = history.sessions.iter().map(|s| s.session).collect();
+    let mut numbers: Vec<u32> = state::session_dir_numbers(&project.dir)
+        .into_iter()
+        .filter(|n| !recorded.contains(n))
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
+
+/// Recover every unrecorded session; returns their numbers.
+pub fn recover_all(project: &Project, reporter: &Reporter) -> anyhow::Result<Vec<u32>> {
+    crate::repo::resync_worktree(&project.repo)?;
+    let numbers = unrecorded(project, &project.history()?);
+    for &n in &numbers {
+        recover(project, n, reporter)?;
+    }
+    Ok(numbers)
+}
+
+fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Result<()> {
+    let dir = session_dir(project, number);
+    end_leftovers(&dir);
+    let config: Option<WorkerConfig> = std::fs::read_to_string(dir.join("worker.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let entries = transcript::read(&dir.join("transcript.jsonl")).unwrap_or_default();
+    let (role, feature, model) = describe(config.as_ref(), &entries);
+    let mut usage = Usage::default();
+    let mut cost = 0.0;
+    let mut steps = 0;
+    for e in &entries {
+        if let Entry::Response { response, .. } = e {
+            usage.add(response.usage);
+            cost += response.cost_usd;
+            steps += 1;
+        }
+    }
+    let work = dir.join("work");
+    let kept =
+        git2::Repository::open(&work).is_ok() && collect_work(project, &work, number).is_ok();
+    let mut reasons = vec![
+        "interrupted: the orchestrator stopped (crash, kill or power loss) before recording a verdict".to_string(),
+    ];
+    if kept {
+        reasons.push(format!("the work is kept at {}", record::work_ref(number)));
+    }
+    let rec = Record {
+        number,
+        role: &role,
+        feature: feature.as_deref(),
+        verdict: Verdict::Interrupted,
+        reasons: &reasons,
+        model: &model,
+        usage,
+        cost_usd: cost,
+        steps,
+        duration_s: 0,
+        sandbox: &[],
+        work_kept: kept,
+    };
+    let main = crate::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
+    let (verdict, reasons, commit) = record::record(project, &rec, main)?;
+    if let Ok(mut t) = Transcript::open(&dir.join("transcript.jsonl")) {
+        let _ = t.append(&Entry::Verdict {
+            verdict: verdict.to_string(),
+            reasons: reasons.clone(),
+            commit: commit.to_string(),
+        });
+    }
+    reporter.line(&format!(
+        "recovered session {number}: recorded as {verdict}"
+    ));
+    let _ = std::fs::remove_dir_all(dir.join("verify"));
+    Ok(())
+}
+
+/// Role, feature and model of a session, from its worker.json or transcript.
+fn describe(config: Option<&WorkerConfig>, entries: &[Entry]) -> (String, Option<String>, String) {
+    let started = entries.iter().find_map(|e| match e {
+        Entry::SessionStarted {
+            role,
+            feature,
+            model,
+            ..
+        } => Some((role.clone(), feature.clone(), model.clone())),
+        _ => None,
+    });
+    match (started, config) {
+        (Some(s), _) => s,
+        (None, Some(c)) => (
+            c.role.as_str().to_string(),
+            c.feature.as_ref().map(|f| f.id.clone()),
+            String::new(),
+        ),
+        (None, None) => ("worker".to_string(), None, String::new()),
+    }
+}
+
+/// End every process the session left: its worker's process group and
+/// anything still in the worker's session (tools and what they started).
+fn end_leftovers(dir: &Path) {
+    let Some(pid) = std::fs::read_to_string(dir.join("worker.pid"))
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok())
+    else {
+        return;
+    };
+    for leftover in processes_in_session(pid) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(leftover),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Pids whose session id is `sid` (field 6 of /proc/PID/stat).
+pub fn processes_in_session(sid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    // The command name may hold spaces; fields resume after its last ')'.
+                    let rest = &stat[stat.rfind(')')? + 2..];
+                    rest.split_whitespace().nth(3)?.parse::<i32>().ok()
+                })
+                == Some(sid)
+        })
+        .collect()
+}

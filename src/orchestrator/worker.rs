@@ -1,0 +1,312 @@
+//! Starting a session's worker and serving it: every model request goes
+//! through here to the provider, every answer and event into the transcript.
+//!
+//! One event loop per session races the worker's messages against the wall
+//! time, the interrupt (first signal: wind down within a grace period; second:
+//! stop now) and the grace deadline.
+
+use std::future::Future;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::time::Sleep;
+
+use super::signals::Interrupt;
+use super::Reporter;
+use crate::broker::{self, OrchestratorMessage, WorkerMessage, WorkerReport};
+use crate::model::{ModelError, Provider, RequestContext, Usage};
+use crate::transcript::{Entry, Transcript};
+
+/// Why the orchestrator ended the worker, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The worker exited on its own.
+    Exited,
+    /// The session's wall time ran out.
+    WallTime,
+    /// Interrupted once; the grace period ran out before the worker finished.
+    GraceOver,
+    /// Interrupted twice: stopped at once.
+    Interrupted,
+}
+
+/// What came of serving the worker.
+pub struct WorkerRun {
+    pub report: Option<WorkerReport>,
+    pub stop: Stop,
+    /// How the process ended, in words.
+    pub exit: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub requests: u32,
+    /// A model failure no later session can survive.
+    pub fatal: Option<String>,
+}
+
+/// What the worker needs to start.
+pub struct Launch<'a> {
+    pub number: u32,
+    pub session_dir: &'a Path,
+    pub config_path: &'a Path,
+    pub env: Vec<(String, String)>,
+    pub wall_time: Duration,
+    pub grace: Duration,
+}
+
+/// Start the worker and serve it until it exits or is stopped.
+pub async fn serve(
+    launch: Launch<'_>,
+    provider: &Arc<dyn Provider>,
+    transcript: &mut Transcript,
+    reporter: &Reporter,
+    interrupt: &Interrupt,
+) -> anyhow::Result<WorkerRun> {
+    let (ours, theirs) =
+        std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
+    let mut child = spawn(&launch, &theirs)?;
+    drop(theirs);
+    let pid = child.id().map(|p| p as i32);
+    if let Some(pid) = pid {
+        let _ = std::fs::write(launch.session_dir.join("worker.pid"), pid.to_string());
+    }
+    ours.set_nonblocking(true)?;
+    let (read, mut write) = tokio::net::UnixStream::from_std(ours)?.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let mut stops = Stops::new(
+        launch.wall_time + Duration::from_secs(30),
+        launch.grace,
+        interrupt,
+    );
+    let mut run = WorkerRun {
+        report: None,
+        stop: Stop::Exited,
+        exit: String::new(),
+        usage: Usage::default(),
+        cost_usd: 0.0,
+        requests: 0,
+        fatal: None,
+    };
+    loop {
+        let line = match stops.race(lines.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            Ok(_) => break,
+            Err(stop) => {
+                run.stop = stop;
+                break;
+            }
+        };
+        let message: WorkerMessage = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(
+                    "session {}: malformed message from the worker: {e}",
+                    launch.number
+                );
+                continue;
+            }
+        };
+        match message {
+            WorkerMessage::ModelRequest { request } => {
+                let index = run.requests;
+                run.requests += 1;
+                transcript.append(&Entry::Request {
+                    index,
+                    request: request.clone(),
+                })?;
+                let ctx = RequestContext {
+                    session: launch.number,
+                    request_index: index,
+                };
+                let result = match stops.race(provider.complete(ctx, &request)).await {
+                    Ok(r) => r,
+                    Err(stop) => {
+                        run.stop = stop;
+                        break;
+                    }
+                };
+                let answer = answer(result, index, &mut run, transcript, stops.take_notice())?;
+                super::failpoint::hit("agent-loop", launch.number);
+                let mut out = serde_json::to_vec(&answer)?;
+                out.push(b'\n');
+                if write.write_all(&out).await.is_err() {
+                    break;
+                }
+            }
+            WorkerMessage::Event { event } => {
+                reporter.event(launch.number, &event);
+                transcript.append(&Entry::Event { event })?;
+            }
+            WorkerMessage::Finished { report } => run.report = Some(report),
+        }
+    }
+    if run.stop != Stop::Exited {
+        kill_group(pid);
+    }
+    let status = child.wait().await?;
+    // Tools the worker left running go with its process group.
+    kill_group(pid);
+    run.exit = match status.code() {
+        Some(code) => format!("exit code {code}"),
+        None => "killed by a signal".into(),
+    };
+    if run.report.is_none() && run.stop == Stop::Exited {
+        let log =
+            std::fs::read_to_string(launch.session_dir.join("worker.log")).unwrap_or_default();
+        run.exit = format!(
+            "{}: {}",
+            run.exit,
+            crate::progress::tail(&log, 3).replace('\n', " ")
+        );
+    }
+    transcript.append(&Entry::WorkerFinished {
+        report: run.report.clone(),
+        exit: run.exit.clone(),
+    })?;
+    Ok(run)
+}
+
+/// Turn the provider's result into the answer for the worker, recording it.
+fn answer(
+    result: Result<crate::model::ChatResponse, ModelError>,
+    index: u32,
+    run: &mut WorkerRun,
+    transcript: &mut Transcript,
+    notice: Option<String>,
+) -> anyhow::Result<OrchestratorMessage> {
+    match result {
+        Ok(response) => {
+            run.usage.add(response.usage);
+            run.cost_usd += response.cost_usd;
+            transcript.append(&Entry::Response {
+                index,
+                response: response.clone(),
+            })?;
+            Ok(OrchestratorMessage::ModelResponse { response, notice })
+        }
+        Err(e) => {
+            transcript.append(&Entry::ModelError {
+                index,
+                message: e.to_string(),
+            })?;
+            if e.is_fatal() {
+                run.fatal = Some(e.to_string());
+            }
+            Ok(OrchestratorMessage::ModelError {
+                fatal: e.is_fatal(),
+                message: e.to_string(),
+            })
+        }
+    }
+}
+
+/// Start `longrun __worker` with the broker socket at fd 3, in its own
+/// session, dying with the orchestrator.
+fn spawn(
+    launch: &Launch,
+    theirs: &std::os::unix::net::UnixStream,
+) -> anyhow::Result<tokio::process::Child> {
+    let log = std::fs::File::create(launch.session_dir.join("worker.log"))?;
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("__worker")
+        .arg("--config")
+        .arg(launch.config_path)
+        .env_clear()
+        .envs(launch.env.iter().cloned())
+        .env(broker::FD_ENV, broker::WORKER_FD.to_string())
+        .current_dir(launch.session_dir.join("work"))
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let fd = theirs.as_raw_fd();
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == broker::WORKER_FD {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+            } else if libc::dup2(fd, broker::WORKER_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::setsid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // The orchestrator may have died between fork and prctl.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("the orchestrator went away"));
+            }
+            Ok(())
+        });
+    }
+    tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .context("failed to start the session worker")
+}
+
+fn kill_group(pid: Option<i32>) {
+    if let Some(pid) = pid {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// The conditions that end a session early, raced against whatever it waits for.
+struct Stops<'a> {
+    deadline: Pin<Box<Sleep>>,
+    grace: Option<Pin<Box<Sleep>>>,
+    grace_len: Duration,
+    interrupt: &'a Interrupt,
+    notice: Option<String>,
+}
+
+impl<'a> Stops<'a> {
+    fn new(wall_time: Duration, grace_len: Duration, interrupt: &'a Interrupt) -> Stops<'a> {
+        Stops {
+            deadline: Box::pin(tokio::time::sleep(wall_time)),
+            grace: None,
+            grace_len,
+            interrupt,
+            notice: None,
+        }
+    }
+
+    /// The harness message to hand the model with its next answer, once.
+    fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
+    }
+
+    /// Wait for `fut`, unless a stop condition comes first. A first interrupt
+    /// only starts the grace period and queues the "stop now" notice.
+    async fn race<T>(&mut self, fut: impl Future<Output = T>) -> Result<T, Stop> {
+        tokio::pin!(fut);
+        loop {
+            let winding_down = self.grace.is_some();
+            let grace = async {
+                match self.grace.as_mut() {
+                    Some(g) => g.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                value = &mut fut => return Ok(value),
+                _ = &mut self.deadline => return Err(Stop::WallTime),
+                _ = self.interrupt.wait_for(2) => return Err(Stop::Interrupted),
+                _ = grace, if winding_down => return Err(Stop::GraceOver),
+                _ = self.interrupt.wait_for(1), if !winding_down => {
+                    self.grace = Some(Box::pin(tokio::time::sleep(self.grace_len)));
+                    self.notice = Some(format!(
+                        "[harness] Stop now: the run was interrupted. Commit what works within {} seconds; the session ends then.",
+                        self.grace_len.as_secs()
+                    ));
+                }
+            }
+        }
+    }
+}
