@@ -41,7 +41,7 @@ pub enum Command {
         /// The model, as PROVIDER:NAME (for example scripted:model.json).
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
-        /// Print only errors.
+        /// No live progress display: one plain line per event (the default when stdout is not a terminal).
         #[arg(long, short)]
         quiet: bool,
     },
@@ -58,7 +58,7 @@ pub enum Command {
         /// The model, as PROVIDER:NAME; overrides LONGRUN_MODEL and longrun.toml.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
-        /// Print only errors.
+        /// No live progress display: one plain line per event (the default when stdout is not a terminal).
         #[arg(long, short)]
         quiet: bool,
         /// Start no new session once the run has lasted H hours.
@@ -96,6 +96,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One session from its transcript: turns, tool calls, results, checks and the verdict.
+    Show {
+        /// The session number, as `longrun log` lists it.
+        session: String,
+        #[command(flatten)]
+        dir: DirArg,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script (for example: longrun completions bash > ~/.local/share/bash-completion/completions/longrun).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): longrun man > longrun.1
+    Man,
     /// Build a small bundled project with the bundled scripted model: no key, no network.
     Demo {
         /// Where to build it (default: a new directory under the system temp dir).

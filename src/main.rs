@@ -13,9 +13,11 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Worker { config } => return longrun::session::run_worker(&config),
         Command::Exec { spec, argv } => return longrun::sandbox::exec_confined(&spec, &argv),
+        Command::Completions { shell } => return print_bytes(&longrun::view::completions(shell)),
+        Command::Man => return print_bytes(&longrun::view::man_page()),
         _ => {}
     }
-    init_tracing(cli.verbose);
+    longrun::logging::init(cli.verbose, project_log_dir(&cli.command));
     match run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(err) => {
@@ -37,18 +39,24 @@ fn message(err: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
-fn init_tracing(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// The project whose `.longrun/longrun.log` gets the log: the commands that run sessions.
+fn project_log_dir(command: &Command) -> Option<&std::path::Path> {
+    match command {
+        Command::Init { dir, .. } | Command::Continue { dir, .. } => Some(&dir.dir),
+        Command::Demo { dir } => dir.as_deref(),
+        _ => None,
+    }
+}
+
+fn print_bytes(bytes: &[u8]) -> ExitCode {
+    use std::io::Write;
+    match std::io::stdout().write_all(bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
@@ -111,7 +119,14 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             print!("{}", o::log(&dir.dir, json)?);
             Ok(Outcome::Done)
         }
+        Command::Show { session, dir, json } => {
+            print!("{}", longrun::view::show(&dir.dir, &session, json)?);
+            Ok(Outcome::Done)
+        }
         Command::Demo { dir } => o::demo(o::DemoArgs { dir }).await,
-        Command::Worker { .. } | Command::Exec { .. } => unreachable!("handled before the runtime"),
+        Command::Worker { .. }
+        | Command::Exec { .. }
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("handled before the runtime"),
     }
 }

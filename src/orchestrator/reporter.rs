@@ -9,6 +9,8 @@ pub struct Reporter {
 
 impl Reporter {
     pub fn line(&self, text: &str) {
+        // The log file keeps the whole account, whatever the terminal shows.
+        tracing::debug!("{}", text.trim_start());
         if !self.quiet {
             println!("{text}");
         }

@@ -8,3 +8,4 @@ mod common;
 mod e2e;
 mod tools;
 mod verdicts;
+mod views;

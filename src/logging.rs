@@ -1,0 +1,145 @@
+//! Where `tracing` output goes: stderr at the level `-v`/`-vv` asks for, and,
+//! for commands that run sessions, `.longrun/longrun.log` in the project.
+//!
+//! `RUST_LOG`, when set, is the filter for both. The log file is opened only
+//! once `.longrun/` exists, so a command that fails on bad input leaves no
+//! trace in a directory that is not a project yet.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// The log file's name inside `.longrun/`.
+pub const FILE_NAME: &str = "longrun.log";
+
+/// The stderr filter for `-v` counted `verbose` times.
+fn stderr_filter(verbose: u8) -> EnvFilter {
+    let default = match verbose {
+        0 => "warn",
+        1 => "warn,longrun=info",
+        _ => "info,longrun=debug",
+    };
+    from_env_or(default)
+}
+
+fn from_env_or(default: &str) -> EnvFilter {
+    match std::env::var("RUST_LOG") {
+        Ok(text) if !text.trim().is_empty() => {
+            EnvFilter::try_new(text).unwrap_or_else(|_| EnvFilter::new(default))
+        }
+        _ => EnvFilter::new(default),
+    }
+}
+
+/// Install the subscriber. `project` is the directory whose `.longrun/longrun.log`
+/// receives the log, for the commands that run sessions there.
+pub fn init(verbose: u8, project: Option<&Path>) {
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_filter(stderr_filter(verbose));
+    let file = project.map(|dir| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(ProjectLog::new(dir))
+            .with_ansi(false)
+            .with_filter(from_env_or("warn,longrun=debug"))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(file)
+        .try_init();
+}
+
+/// Appends to `DIR/.longrun/longrun.log`, opening it on the first write after
+/// `.longrun/` exists; until then records are dropped.
+#[derive(Clone)]
+pub struct ProjectLog {
+    path: PathBuf,
+    file: Arc<Mutex<Option<File>>>,
+}
+
+impl ProjectLog {
+    pub fn new(project: &Path) -> ProjectLog {
+        ProjectLog {
+            path: crate::state::longrun_dir(project).join(FILE_NAME),
+            file: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn write_record(&self, buf: &[u8]) {
+        let Ok(mut slot) = self.file.lock() else {
+            return;
+        };
+        if slot.is_none() && self.path.parent().is_some_and(Path::is_dir) {
+            *slot = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .ok();
+        }
+        if let Some(file) = slot.as_mut() {
+            // A log that cannot be written must not stop the run.
+            let _ = file.write_all(buf);
+        }
+    }
+}
+
+/// One formatted record, written to the file in one piece when dropped.
+pub struct Record {
+    log: ProjectLog,
+    buf: Vec<u8>,
+}
+
+impl Write for Record {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        self.log.write_record(&self.buf);
+    }
+}
+
+impl<'a> MakeWriter<'a> for ProjectLog {
+    type Writer = Record;
+    fn make_writer(&'a self) -> Record {
+        Record {
+            log: self.clone(),
+            buf: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_wait_for_the_longrun_dir_then_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ProjectLog::new(dir.path());
+        log.make_writer().write_all(b"dropped\n").unwrap();
+        assert!(
+            !dir.path().join(".longrun").exists(),
+            "must not create .longrun"
+        );
+        std::fs::create_dir(dir.path().join(".longrun")).unwrap();
+        log.make_writer().write_all(b"one\n").unwrap();
+        log.make_writer().write_all(b"two\n").unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".longrun/longrun.log")).unwrap();
+        assert_eq!(text, "one\ntwo\n");
+    }
+}

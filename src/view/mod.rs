@@ -1,0 +1,11 @@
+//! What people read after (and while) a run: `show`, `report`, completions
+//! and the man page, and the text helpers the terminal views share.
+
+mod manual;
+mod session_view;
+mod show;
+pub mod text;
+
+pub use manual::{completions, man_page};
+pub use session_view::SessionView;
+pub use show::show;
