@@ -70,6 +70,22 @@ pub enum SessionEvent {
     },
     /// A harness message to the model (budget warning, loop notice, ...).
     Notice { text: String },
+    /// The loop detector fired; `ending` when this second loop ends the session.
+    LoopDetected { what: String, ending: bool },
+    /// The context was compacted into a handoff summary.
+    Compacted {
+        /// The estimated prompt before and after, in tokens.
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// What the worker itself used, sent once before `Finished`.
+    WorkerStats {
+        /// Peak resident memory of the worker process, in KiB.
+        peak_rss_kib: u64,
+        /// Time spent in the harness (not waiting for the model, not in tools), in microseconds.
+        harness_micros: u64,
+        steps: u32,
+    },
 }
 
 /// How the worker's session ended, from its own side.

@@ -26,6 +26,8 @@ pub struct Config {
     pub run: RunSection,
     #[serde(default)]
     pub tools: ToolsSection,
+    #[serde(default)]
+    pub harness: crate::session::HarnessSettings,
 }
 
 /// `[model]`: which model the sessions use, when neither `--model` nor `LONGRUN_MODEL` says.
@@ -98,6 +100,15 @@ pub struct BudgetSection {
     /// Wall time per session, in seconds; the worker is killed past it.
     #[serde(default = "default_wall_time")]
     pub wall_time_secs: u64,
+    /// Input tokens per session, subagents included; no limit when unset.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// Output tokens per session, subagents included; no limit when unset.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    /// US dollars per session, as the provider's prices say; no limit when unset.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 fn default_steps() -> u32 {
@@ -112,6 +123,9 @@ impl Default for BudgetSection {
         BudgetSection {
             steps: default_steps(),
             wall_time_secs: default_wall_time(),
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
         }
     }
 }

@@ -30,3 +30,4 @@ pub use reporter::Reporter;
 pub use run::{continue_run, ContinueArgs};
 pub use status::{log, status};
 pub use verdict::Verdict;
+pub use verify::{initializer_problems, worker_problems};

@@ -21,6 +21,8 @@ pub struct Record<'a> {
     pub sandbox: &'a [String],
     /// The session's work is kept at its ref (false when it never got a clone).
     pub work_kept: bool,
+    /// What the loop detector found, one entry per trigger.
+    pub loops: &'a [String],
 }
 
 pub fn work_ref(number: u32) -> String {
@@ -68,6 +70,9 @@ pub fn message(r: &Record) -> String {
     ]);
     if r.verdict != Verdict::Accepted && r.work_kept {
         t.push(("Longrun-Work-Ref", work_ref(r.number)));
+    }
+    for what in r.loops {
+        t.push(("Longrun-Loop", one_line(what)));
     }
     for layer in r.sandbox {
         t.push(("Longrun-Sandbox", one_line(layer)));

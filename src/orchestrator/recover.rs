@@ -78,6 +78,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
         duration_s: 0,
         sandbox: &[],
         work_kept: kept,
+        loops: &[],
     };
     let main = crate::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
     let (verdict, reasons, commit) = record::record(project, &rec, main)?;

@@ -47,6 +47,15 @@ impl Reporter {
                 )
             }
             SessionEvent::Notice { text } => format!("  {text}"),
+            SessionEvent::LoopDetected { what, ending } => format!(
+                "  loop detected: {what}{}",
+                if *ending { " (ending the session)" } else { "" }
+            ),
+            SessionEvent::Compacted {
+                tokens_before,
+                tokens_after,
+            } => format!("  context compacted: ~{tokens_before} -> ~{tokens_after} tokens"),
+            SessionEvent::WorkerStats { .. } => return,
         };
         let _ = number;
         self.line(&text);

@@ -170,6 +170,7 @@ pub async fn run_session(
         duration_s: started.elapsed().as_secs(),
         sandbox: &sandbox_layers,
         work_kept: true,
+        loops: &run.loops,
     };
     let (verdict, reasons, commit) = record::record(project, &rec, collected.head)?;
     super::failpoint::hit("after-record", plan.number);
@@ -340,9 +341,12 @@ fn worker_config(
         role: plan.role,
         feature,
         sandbox,
-        max_steps: project.config.budget.steps,
-        wall_time_secs: project.config.budget.wall_time_secs,
+        budget: project.config.budget.clone(),
+        harness: project.config.harness.clone(),
         checks: project.config.checks.commands.clone(),
+        check_timeout_secs: project.config.checks.timeout_secs,
+        protected: project.config.run.protected.clone(),
+        user_skills: crate::session::load_user_skills(),
         passing,
         total,
         tool_output_cap: project.config.tools.output_cap,

@@ -112,7 +112,8 @@ pub fn rule_problems(
     Ok(problems)
 }
 
-fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<String>> {
+/// The rules an initializer's commit must meet; the worker's own checks reuse them.
+pub fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<String>> {
     let mut problems = Vec::new();
     match repo::read_file_at(repo, head, features::FILE_NAME)? {
         None => problems.push(format!("the initializer left no {}", features::FILE_NAME)),
@@ -134,7 +135,8 @@ fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<Stri
     Ok(problems)
 }
 
-fn worker_problems(
+/// The features.json rules a worker's commit must meet; the worker's own checks reuse them.
+pub fn worker_problems(
     repo: &Repository,
     base: Oid,
     head: Oid,

@@ -47,6 +47,8 @@ pub struct WorkerRun {
     pub requests: u32,
     /// A model failure no later session can survive.
     pub fatal: Option<String>,
+    /// What the worker's loop detector reported, one entry per trigger.
+    pub loops: Vec<String>,
 }
 
 /// What the worker needs to start.
@@ -91,6 +93,7 @@ pub async fn serve(
         cost_usd: 0.0,
         requests: 0,
         fatal: None,
+        loops: Vec::new(),
     };
     loop {
         let line = match stops.race(lines.next_line()).await {
@@ -139,6 +142,9 @@ pub async fn serve(
                 }
             }
             WorkerMessage::Event { event } => {
+                if let crate::broker::SessionEvent::LoopDetected { what, .. } = &event {
+                    run.loops.push(what.clone());
+                }
                 reporter.event(launch.number, &event);
                 transcript.append(&Entry::Event { event })?;
             }

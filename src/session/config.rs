@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{HarnessSettings, SkillDoc};
+use crate::config::BudgetSection;
 use crate::sandbox::SandboxSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,12 +40,23 @@ pub struct WorkerConfig {
     pub role: Role,
     pub feature: Option<FeatureBrief>,
     pub sandbox: SandboxSpec,
-    /// Model turns this session may take.
-    pub max_steps: u32,
-    /// Seconds this session may run.
-    pub wall_time_secs: u64,
-    /// Global checks from longrun.toml, shown to the model.
+    /// What this session may spend: steps, tokens, wall time, cost.
+    pub budget: BudgetSection,
+    /// How the harness runs the loop: loops, context, checks, subagents.
+    #[serde(default)]
+    pub harness: HarnessSettings,
+    /// Global checks from longrun.toml, shown to the model and run by the harness before the end.
     pub checks: Vec<String>,
+    /// Seconds each check may run.
+    #[serde(default = "default_check_timeout")]
+    pub check_timeout_secs: u64,
+    /// Paths the session may not change.
+    #[serde(default)]
+    pub protected: Vec<String>,
+    /// Skills from the user's `~/.config/longrun/skills`, read by the
+    /// orchestrator because the confined worker cannot see that directory.
+    #[serde(default)]
+    pub user_skills: Vec<SkillDoc>,
     /// Features passing and in all, at the session's base.
     pub passing: usize,
     pub total: usize,
@@ -53,4 +66,8 @@ pub struct WorkerConfig {
     /// What the harness knows that the model should (earlier attempts and where their work is).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+fn default_check_timeout() -> u64 {
+    600
 }

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use super::context::head;
+use super::skills::{self, Skill};
 use super::{Role, WorkerConfig};
 use crate::templates::{render, INITIALIZER_PROMPT, WORKER_PROMPT};
 
@@ -20,11 +22,40 @@ fn earlier_attempts(config: &WorkerConfig) -> String {
     text
 }
 
-pub fn system_prompt(config: &WorkerConfig) -> String {
-    match config.role {
+/// The project's instructions for agents, first found wins.
+const AGENT_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+
+/// The system prompt: the role's template, the repo's AGENTS.md (capped) and
+/// the skills. Built once per session, so it is the same in every request.
+pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) -> String {
+    let mut text = match config.role {
         Role::Initializer => INITIALIZER_PROMPT.to_string(),
         Role::Worker => WORKER_PROMPT.to_string(),
-    }
+    };
+    text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
+    text.push_str(&skills::prompt_section(skills));
+    text
+}
+
+/// AGENTS.md (or CLAUDE.md) at the repo root, cut to `max` bytes with a note when cut.
+fn agents_md(workspace: &Path, max: usize) -> String {
+    let Some((name, body)) = AGENT_FILES.iter().find_map(|n| {
+        std::fs::read_to_string(workspace.join(n))
+            .ok()
+            .map(|t| (*n, t))
+    }) else {
+        return String::new();
+    };
+    let body = body.trim_end();
+    let cut = head(body, max);
+    let note = if cut.len() < body.len() {
+        format!(
+            "\n\n({name} is longer than {max} bytes and was cut here; read the file for the rest.)"
+        )
+    } else {
+        String::new()
+    };
+    format!("\n\n## The project's instructions ({name})\n\n{cut}{note}\n")
 }
 
 /// The first user message: the assignment, the recent history, the notes and

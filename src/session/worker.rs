@@ -1,12 +1,15 @@
-//! The worker's entry point: confine, run init.sh, run the agent loop, report.
+//! The worker's entry point: confine, run init.sh, build the prompts, run the
+//! agent loop, report.
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::{prompt, AgentLoop, WorkerConfig};
+use super::agent::Harness;
+use super::checks::SessionChecks;
+use super::{prompt, skills, AgentLoop, Budget, WorkerConfig};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
 use crate::tools::{run_shell, Registry, ToolContext};
 
@@ -42,19 +45,58 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         tmp: config.sandbox.tmp.clone(),
     };
     let init_report = run_init_script(&mut link, &ctx)?;
+    let report = run_session(&config, &ctx, &init_report, &mut link);
+    link.send(&WorkerMessage::Finished { report })
+}
+
+/// Build the loop and run it; whatever happens becomes the report.
+fn run_session(
+    config: &WorkerConfig,
+    ctx: &ToolContext,
+    init_report: &str,
+    link: &mut WorkerLink,
+) -> WorkerReport {
+    let started = Instant::now();
     let registry = Registry::standard().with_output_cap(config.tool_output_cap);
-    let first = prompt::first_message(&config, &ctx.workspace, &init_report);
-    let system = prompt::system_prompt(&config);
-    let mut agent = AgentLoop::new(&config, &registry, &ctx, system, first);
-    let report = match agent.run(&mut link) {
-        Ok(report) => report,
+    let skills = skills::discover(&ctx.workspace, &config.user_skills);
+    let checks = SessionChecks::new(config, &ctx.workspace);
+    let harness = Harness {
+        registry: &registry,
+        ctx,
+        settings: &config.harness,
+        skills: &skills,
+        checks: Some(&checks),
+    };
+    let system = prompt::system_prompt(config, &ctx.workspace, &skills);
+    let first = prompt::first_message(config, &ctx.workspace, init_report);
+    let budget = Budget::new(config.budget.clone());
+    let mut agent = AgentLoop::session(harness, budget, system, first);
+    let report = match agent.run(link) {
+        Ok(outcome) => WorkerReport {
+            ended: outcome.ended,
+            reason: outcome.reason,
+            steps: agent.steps(),
+        },
         Err(e) => WorkerReport {
             ended: WorkerEnd::Failed,
             reason: Some(format!("{e:#}")),
             steps: agent.steps(),
         },
     };
-    link.send(&WorkerMessage::Finished { report })
+    let stats = SessionEvent::WorkerStats {
+        peak_rss_kib: peak_rss_kib(),
+        harness_micros: agent.harness_time(started).as_micros() as u64,
+        steps: agent.steps(),
+    };
+    let _ = link.send(&WorkerMessage::Event { event: stats });
+    report
+}
+
+/// This process's peak resident set size, from the kernel.
+fn peak_rss_kib() -> u64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss() as u64)
+        .unwrap_or(0)
 }
 
 /// Run `init.sh` before the first model call; what it said goes in the first message.

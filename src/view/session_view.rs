@@ -203,10 +203,25 @@ impl SessionView {
                     None => self.checks.push(check),
                 }
             }
-            SessionEvent::Notice { text } => match self.turns.last_mut() {
-                Some(turn) => turn.notices.push(text.clone()),
-                None => self.notices.push(text.clone()),
-            },
+            SessionEvent::Notice { text } => self.add_notice(text.clone()),
+            SessionEvent::LoopDetected { what, ending } => self.add_notice(format!(
+                "loop detected: {what}{}",
+                if *ending { " (ending the session)" } else { "" }
+            )),
+            SessionEvent::Compacted {
+                tokens_before,
+                tokens_after,
+            } => self.add_notice(format!(
+                "context compacted: ~{tokens_before} -> ~{tokens_after} tokens"
+            )),
+            SessionEvent::WorkerStats { .. } => {}
+        }
+    }
+
+    fn add_notice(&mut self, text: String) {
+        match self.turns.last_mut() {
+            Some(turn) => turn.notices.push(text),
+            None => self.notices.push(text),
         }
     }
 }

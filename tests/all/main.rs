@@ -6,6 +6,7 @@
 mod common;
 
 mod e2e;
+mod session;
 mod tools;
 mod verdicts;
 mod views;

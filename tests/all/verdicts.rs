@@ -213,7 +213,7 @@ fn the_trailers_read_back_by_log_match_what_happened() {
     let env = project_with_worker(json!([
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}], "usage": usage},
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "features.json", "content": flipped}}], "usage": usage},
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "git add -A && git commit -qm work"}}], "usage": usage},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo note >> progress.md && git add -A && git commit -qm work"}}], "usage": usage},
         {"text": "done", "usage": usage},
     ]));
     continue_once(&env);

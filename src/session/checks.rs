@@ -1,0 +1,268 @@
+//! The checks the harness itself runs before a session may end: the
+//! feature's check, the global checks, the features.json rules, protected
+//! paths, a committed tree and progress.md touched.
+//!
+//! The rules are the orchestrator's own verification rules, reused; only the
+//! place differs (the session's workspace, not a fresh checkout), so a model
+//! learns what verification will say while it can still act on it.
+
+use std::path::Path;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use git2::{Oid, Repository};
+use regex::Regex;
+
+use super::{Role, WorkerConfig};
+use crate::{progress, repo};
+
+/// Lines of a failing command's output shown to the model.
+const TAIL_LINES: usize = 40;
+/// Failing test names listed, at most.
+const MAX_TEST_NAMES: usize = 20;
+
+/// One check and how it went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOutcome {
+    pub name: String,
+    /// The shell command, for command checks; rule checks have none.
+    pub command: Option<String>,
+    pub passed: bool,
+    /// The last lines of a command's output, or the broken rules.
+    pub output: String,
+}
+
+pub struct SessionChecks {
+    role: Role,
+    commands: Vec<(String, String)>,
+    protected: Vec<String>,
+    feature_id: Option<String>,
+    base: Option<Oid>,
+    timeout: Duration,
+}
+
+impl SessionChecks {
+    /// The checks of this session, with the workspace's HEAD now as its base.
+    pub fn new(config: &WorkerConfig, workspace: &Path) -> SessionChecks {
+        let base = Repository::open(workspace)
+            .ok()
+            .and_then(|r| repo::head(&r));
+        let mut commands = Vec::new();
+        if config.role == Role::Worker {
+            if let Some(f) = &config.feature {
+                if let Some(check) = &f.check {
+                    commands.push((format!("feature {} check", f.id), check.clone()));
+                }
+            }
+            for (i, c) in config.checks.iter().enumerate() {
+                commands.push((format!("check {}", i + 1), c.clone()));
+            }
+        }
+        SessionChecks {
+            role: config.role,
+            commands,
+            protected: config.protected.clone(),
+            feature_id: config.feature.as_ref().map(|f| f.id.clone()),
+            base,
+            timeout: Duration::from_secs(config.check_timeout_secs),
+        }
+    }
+
+    /// Run every check in `workspace`, rules first.
+    pub fn run(&self, workspace: &Path) -> Vec<CheckOutcome> {
+        let mut out = vec![self.rules(workspace)];
+        for (name, command) in &self.commands {
+            out.push(run_command(workspace, name, command, self.timeout));
+        }
+        out
+    }
+
+    fn rules(&self, workspace: &Path) -> CheckOutcome {
+        let problems = match self.rule_problems(workspace) {
+            Ok(p) => p,
+            Err(e) => vec![format!("the harness could not read the repository: {e:#}")],
+        };
+        CheckOutcome {
+            name: "session rules".into(),
+            command: None,
+            passed: problems.is_empty(),
+            output: problems
+                .iter()
+                .map(|p| format!("- {p}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    fn rule_problems(&self, workspace: &Path) -> anyhow::Result<Vec<String>> {
+        let repo = Repository::open(workspace)?;
+        let mut problems = Vec::new();
+        let dirty = repo::dirty_paths(&repo)?;
+        if !dirty.is_empty() {
+            problems.push(format!(
+                "uncommitted changes in {}: commit them (`git add -A && git commit -m ...`)",
+                list(&dirty)
+            ));
+        }
+        let Some(head) = repo::head(&repo) else {
+            problems.push("nothing is committed yet".into());
+            return Ok(problems);
+        };
+        let Some(base) = self.base else {
+            return Ok(problems);
+        };
+        if !repo::descends_from(&repo, head, base)? {
+            problems.push("HEAD no longer descends from the session's base: history was rewritten; never reset, rebase or amend earlier commits".into());
+            return Ok(problems);
+        }
+        let changed = repo::changed_paths(&repo, base, head)?;
+        for path in self.protected.iter().filter(|p| changed.contains(p)) {
+            problems.push(format!("protected path {path} was changed; restore it"));
+        }
+        match self.role {
+            Role::Initializer => {
+                problems.extend(crate::orchestrator::initializer_problems(&repo, head)?)
+            }
+            Role::Worker => {
+                let id = self.feature_id.as_deref().unwrap_or("");
+                problems.extend(crate::orchestrator::worker_problems(&repo, base, head, id)?);
+                if !changed.iter().any(|p| p == progress::FILE_NAME) {
+                    problems.push(format!(
+                        "{} was not updated: append what you did and what the next session should know, and commit",
+                        progress::FILE_NAME
+                    ));
+                }
+            }
+        }
+        Ok(problems)
+    }
+}
+
+fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -> CheckOutcome {
+    let (passed, output) = match crate::tools::run_shell(workspace, command, timeout) {
+        Ok(o) => {
+            let status = match (o.timed_out, o.exit_code) {
+                (true, _) => format!("[timed out after {} s]", timeout.as_secs()),
+                (false, Some(0)) => String::new(),
+                (false, Some(code)) => format!("[exit code {code}]"),
+                (false, None) => "[killed by a signal]".into(),
+            };
+            let text = format!("{}\n{status}", o.output.trim_end());
+            (status.is_empty(), text.trim().to_string())
+        }
+        Err(e) => (false, format!("the harness could not run it: {e:#}")),
+    };
+    CheckOutcome {
+        name: name.to_string(),
+        command: Some(command.to_string()),
+        passed,
+        output: progress::tail(output.trim_end(), TAIL_LINES),
+    }
+}
+
+fn list(paths: &[String]) -> String {
+    let shown: Vec<&str> = paths.iter().take(10).map(String::as_str).collect();
+    match paths.len() {
+        n if n > 10 => format!("{} and {} more", shown.join(", "), n - 10),
+        _ => shown.join(", "),
+    }
+}
+
+/// What the model is told when checks fail: which, the failing tests, the last lines.
+pub fn summary(failed: &[&CheckOutcome], round: u32, rounds: u32) -> String {
+    let mut text = format!(
+        "[harness] Before this session may end, the harness ran its checks (round {round} of {rounds}). These failed:\n"
+    );
+    for f in failed {
+        match &f.command {
+            None => text.push_str(&format!("\n{}:\n{}\n", f.name, f.output)),
+            Some(command) => {
+                text.push_str(&format!("\n{} `{command}` failed.", f.name));
+                let tests = failing_tests(&f.output);
+                if !tests.is_empty() {
+                    text.push_str(&format!(" Failing tests: {}.", tests.join(", ")));
+                }
+                text.push_str(&format!("\nIts last lines:\n```\n{}\n```\n", f.output));
+            }
+        }
+    }
+    text.push_str("\nFix these, commit, and reply without a tool call when they pass.");
+    text
+}
+
+static TEST_NAME_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    [
+        r"^test (\S+) \.\.\. FAILED",            // cargo test
+        r"^FAILED (\S+?)(?: - |$)",              // pytest
+        r"^\s*--- FAIL: (\S+)",                  // go test
+        r"^\s*(?:✕|×) (.+?)(?: \(\d+ ?m?s\))?$", // jest, vitest
+        r"^not ok \d+ - (.+)$",                  // TAP
+    ]
+    .iter()
+    .filter_map(|p| Regex::new(p).ok())
+    .collect()
+});
+
+/// The names of failing tests in a test runner's output, in order, without repeats.
+pub fn failing_tests(output: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for line in output.lines() {
+        let found = TEST_NAME_PATTERNS.iter().find_map(|re| {
+            re.captures(line)
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().trim().to_string())
+        });
+        if let Some(name) = found.filter(|n| !names.contains(n)) {
+            names.push(name);
+        }
+        if names.len() == MAX_TEST_NAMES {
+            break;
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_test_names_are_found_in_common_runners() {
+        let out = "running 3 tests\ntest a::one ... ok\ntest a::two ... FAILED\n\
+                   FAILED tests/test_x.py::test_y - AssertionError\n--- FAIL: TestZ (0.00s)\n  ✕ adds numbers (3 ms)\n\
+                   not ok 4 - parses input\ntest a::two ... FAILED\n";
+        assert_eq!(
+            failing_tests(out),
+            [
+                "a::two",
+                "tests/test_x.py::test_y",
+                "TestZ",
+                "adds numbers",
+                "parses input"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_summary_names_the_failed_checks_and_their_tests() {
+        let cmd = CheckOutcome {
+            name: "feature F1 check".into(),
+            command: Some("cargo test".into()),
+            passed: false,
+            output: "test t::a ... FAILED\n[exit code 101]".into(),
+        };
+        let rules = CheckOutcome {
+            name: "session rules".into(),
+            command: None,
+            passed: false,
+            output: "- progress.md was not updated".into(),
+        };
+        let s = summary(&[&rules, &cmd], 1, 3);
+        assert!(s.contains("round 1 of 3"), "{s}");
+        assert!(
+            s.contains("feature F1 check `cargo test` failed. Failing tests: t::a."),
+            "{s}"
+        );
+        assert!(s.contains("- progress.md was not updated"), "{s}");
+    }
+}

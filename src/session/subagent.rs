@@ -1,0 +1,37 @@
+//! `task {description, prompt}`: a subagent — the same loop with a fresh
+//! context, read-only tools and its own step budget. Only its final answer
+//! goes back to the session; its tokens count toward the session's budget.
+
+use serde_json::json;
+
+use crate::model::ToolSpec;
+
+/// The tools a subagent may call: they read, never write.
+pub const READ_ONLY_TOOLS: &[&str] = &["read_file", "list_files", "grep"];
+
+pub const SYSTEM_PROMPT: &str = "You are a subagent of a coding session: you answer one question about the repository in your workspace and then stop. \
+You have read-only tools; you cannot change files or run builds. Investigate with as few calls as you need, then reply with your final answer and no tool call. \
+The answer is all the session sees of your work: make it self-contained, concrete (paths, names, line numbers) and short.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "task".into(),
+        description: "Hand a self-contained investigation to a subagent with a fresh context and read-only tools (read_file, list_files, grep). It returns only its final answer, which keeps your own context small. Use it for searches across many files or questions whose exploration you do not need to see.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A few words saying what the task is."},
+                "prompt": {"type": "string", "description": "Everything the subagent needs to know: the question and what to answer with."}
+            },
+            "required": ["description", "prompt"]
+        }),
+    }
+}
+
+/// The specs of the read-only tools out of the registry's.
+pub fn read_only(specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
+    specs
+        .into_iter()
+        .filter(|s| READ_ONLY_TOOLS.contains(&s.name.as_str()))
+        .collect()
+}

@@ -1,0 +1,343 @@
+//! Inside a session: budgets, loop detection, the harness's checks before
+//! the end, todos, skills, subagents, AGENTS.md and context management —
+//! each asserted on the requests the model actually received.
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+const ONE_FEATURE: &[(&str, bool, &str)] = &[("F001", false, "test -f done.txt")];
+
+/// A project whose initializer (session 1) leaves one feature, `extra` files
+/// and `settings` replacing lines of longrun.toml; session 2 runs `worker`.
+fn project_with(worker: Value, settings: &[(&str, &str)], extra: &[(&str, &str)]) -> Env {
+    let env = Env::new();
+    let list = features(ONE_FEATURE);
+    let mut init = initializer(&list);
+    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
+    for (path, content) in extra {
+        calls.push(write_file(path, content));
+    }
+    let model = env.model(json!({"1": init, "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    if !settings.is_empty() {
+        let path = env.project().join("longrun.toml");
+        let mut toml = std::fs::read_to_string(&path).unwrap();
+        for (from, to) in settings {
+            assert!(toml.contains(from), "longrun.toml has no `{from}`");
+            toml = toml.replacen(from, to, 1);
+        }
+        std::fs::write(&path, toml).unwrap();
+        env.git(&["commit", "-qam", "settings for the test"]);
+    }
+    env
+}
+
+fn continue_one(env: &Env) {
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.code().is_some(), "{}", text(&out));
+}
+
+/// The finished work of F001 in one turn: the file, passes true, a note, a commit.
+fn finish_feature() -> Vec<Value> {
+    vec![
+        turn(vec![
+            write_file("done.txt", "ok\n"),
+            write_file(
+                "features.json",
+                &features(&[("F001", true, "test -f done.txt")]),
+            ),
+        ]),
+        turn(vec![bash(
+            "echo 'F001 done' >> progress.md && git add -A && git commit -qm F001",
+        )]),
+    ]
+}
+
+/// The last verdict commit's message on main.
+fn last_verdict(env: &Env) -> String {
+    env.git(&["log", "--first-parent", "-1", "--format=%B"])
+}
+
+fn user_texts(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_repeated_call_gets_one_notice_and_a_second_loop_ends_the_session() {
+    let ls = || turn(vec![bash("ls")]);
+    let env = project_with(json!([ls(), ls(), ls(), ls(), ls(), ls(), ls()]), &[], &[]);
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(
+        requests.len(),
+        6,
+        "the second loop ends the session at once"
+    );
+    let notice = "[harness] Loop detected: the same `bash` call 3 times in a row (ls).";
+    assert!(
+        !user_texts(&requests[2])
+            .iter()
+            .any(|t| t.starts_with(notice)),
+        "no notice before the third call"
+    );
+    let texts = user_texts(&requests[3]);
+    assert!(
+        texts.last().unwrap().starts_with(notice),
+        "{:?}",
+        texts.last()
+    );
+    let msg = last_verdict(&env);
+    assert!(msg.contains("Longrun-Verdict: incomplete"), "{msg}");
+    assert!(
+        msg.contains("Longrun-Reason: incomplete: stuck in a loop: the same `bash` call 3 times in a row (ls)"),
+        "{msg}"
+    );
+    assert_eq!(
+        msg.matches("Longrun-Loop: the same `bash` call").count(),
+        2,
+        "{msg}"
+    );
+    let loops: Vec<Value> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "loop_detected")
+        .map(|e| e["event"]["ending"].clone())
+        .collect();
+    assert_eq!(loops, [json!(false), json!(true)]);
+}
+
+#[test]
+fn writing_a_file_back_to_an_old_content_is_a_loop() {
+    let w = |c: &str| turn(vec![write_file("a.txt", c)]);
+    let env = project_with(
+        json!([w("one"), w("two"), w("one"), done("stop")]),
+        &[],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    let last = user_texts(&requests[3]);
+    assert!(
+        last.last()
+            .unwrap()
+            .contains("`a.txt` written back to a content it already had"),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn the_step_budget_warns_at_eighty_percent_and_ends_the_session() {
+    let calls: Vec<Value> = (0..10)
+        .map(|i| turn(vec![bash(&format!("echo {i}"))]))
+        .collect();
+    let env = project_with(json!(calls), &[("steps = 200", "steps = 5")], &[]);
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 5);
+    let warning = "[harness] 80% of this session's step budget is spent: about 1 step left. Commit what works now";
+    assert!(
+        !user_texts(&requests[3])
+            .iter()
+            .any(|t| t.starts_with("[harness] 80%")),
+        "no warning before 80%"
+    );
+    assert!(
+        user_texts(&requests[4])
+            .last()
+            .unwrap()
+            .starts_with(warning),
+        "{:?}",
+        user_texts(&requests[4])
+    );
+    let msg = last_verdict(&env);
+    assert!(
+        msg.contains("Longrun-Reason: budget: step limit of 5 reached"),
+        "{msg}"
+    );
+    assert!(msg.contains("Longrun-Verdict: incomplete"), "{msg}");
+}
+
+#[test]
+fn the_input_token_budget_counts_reported_usage() {
+    let usage = json!({"input_tokens": 400, "output_tokens": 10});
+    let calls: Vec<Value> = (0..6)
+        .map(|i| json!({"tool_calls": [bash(&format!("echo {i}"))], "usage": usage}))
+        .collect();
+    let env = project_with(
+        json!(calls),
+        &[("# input_tokens = 5000000", "input_tokens = 1000")],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 3);
+    assert!(
+        user_texts(&requests[2])
+            .last()
+            .unwrap()
+            .starts_with("[harness] 80% of this session's input-token budget is spent"),
+        "{:?}",
+        user_texts(&requests[2])
+    );
+    let msg = last_verdict(&env);
+    assert!(
+        msg.contains("Longrun-Reason: budget: input-token limit of 1000 reached (1200 used)"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn failing_checks_send_the_model_back_with_a_summary_until_they_pass() {
+    let mut turns = vec![
+        turn(vec![write_file("notes.txt", "started\n")]),
+        turn(vec![bash("git add -A && git commit -qm start")]),
+        done("finished, I think"),
+    ];
+    turns.extend(finish_feature());
+    turns.push(done("now it is done"));
+    let env = project_with(json!(turns), &[], &[]);
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 6, "the checks pass after the second stop");
+    let summary = user_texts(&requests[3]).last().unwrap().clone();
+    assert!(
+        summary.starts_with(
+            "[harness] Before this session may end, the harness ran its checks (round 1 of 3)"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("feature F001 check `test -f done.txt` failed."),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("feature `F001` still has passes: false"),
+        "{summary}"
+    );
+    assert!(summary.contains("progress.md was not updated"), "{summary}");
+    let checks: Vec<(String, bool)> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "check_result")
+        .map(|e| {
+            (
+                e["event"]["name"].as_str().unwrap().to_string(),
+                e["event"]["passed"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            ("session rules".to_string(), false),
+            ("feature F001 check".to_string(), false),
+            ("session rules".to_string(), true),
+            ("feature F001 check".to_string(), true),
+        ]
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
+#[test]
+fn the_check_summary_names_failing_tests_and_keeps_only_the_last_forty_lines() {
+    let check = "seq 1 100; echo 'test parser::empty ... FAILED'; exit 1";
+    let env = project_with(
+        json!([done("nothing to do")]),
+        &[("commands = []", &format!("commands = [{}]", json!(check)))],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 4, "three rounds, then the session ends");
+    let summary = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(summary.contains("check 1 `seq 1 100;"), "{summary}");
+    assert!(
+        summary.contains("Failing tests: parser::empty."),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("\n100\ntest parser::empty ... FAILED\n[exit code 1]"),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("\n50\n"),
+        "only the last 40 lines: {summary}"
+    );
+    assert!(user_texts(&requests[3])
+        .last()
+        .unwrap()
+        .contains("(round 3 of 3)"));
+}
+
+#[test]
+fn the_todo_list_is_shown_at_the_end_of_every_turn() {
+    let todos = json!({"name": "write_todos", "arguments": {"todos": [
+        {"content": "create done.txt", "status": "in_progress"},
+        {"content": "mark F001", "status": "pending"}]}});
+    let env = project_with(
+        json!([turn(vec![todos]), turn(vec![bash("echo hi")])]),
+        &[],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    let list = "[harness] Your todo list:\n- [~] create done.txt\n- [ ] mark F001\n";
+    let first = tool_results(&requests[1]);
+    assert_eq!(
+        first.last().unwrap(),
+        &format!("todo list saved: 2 items, 0 completed\n\n{list}")
+    );
+    let second = tool_results(&requests[2]);
+    let last = second.last().unwrap();
+    assert!(
+        last.starts_with("hi") && last.ends_with(&format!("\n\n{list}")),
+        "{last}"
+    );
+}
+
+#[test]
+fn agents_md_goes_into_the_system_prompt_capped_with_a_note() {
+    let agents = format!("# House rules\nUse tabs.\n{}", "x".repeat(500));
+    let env = project_with(
+        json!([done("ok")]),
+        &[("keep_turns = 10", "keep_turns = 10\nagents_md_bytes = 100")],
+        &[("AGENTS.md", &agents)],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    let system = requests[0]["system"].as_str().unwrap();
+    assert!(
+        system.contains("## The project's instructions (AGENTS.md)\n\n# House rules\nUse tabs.\n"),
+        "{system}"
+    );
+    assert!(
+        system.contains(
+            "(AGENTS.md is longer than 100 bytes and was cut here; read the file for the rest.)"
+        ),
+        "{system}"
+    );
+    assert!(!system.contains(&"x".repeat(100)), "{system}");
+    // The same system prompt and tools in every request: the stable prefix.
+    for r in &requests[1..] {
+        assert_eq!(r["system"], requests[0]["system"]);
+        assert_eq!(r["tools"], requests[0]["tools"]);
+    }
+}
