@@ -24,6 +24,8 @@ use crate::tools::{Registry, ToolContext, ToolOutput};
 #[derive(Clone, Copy)]
 pub struct Harness<'a> {
     pub registry: &'a Registry,
+    /// The tools a subagent gets: they only look.
+    pub read_only: &'a Registry,
     pub ctx: &'a ToolContext,
     pub settings: &'a HarnessSettings,
     pub skills: &'a [Skill],
@@ -79,10 +81,11 @@ impl<'a> AgentLoop<'a> {
 
     fn subagent(parent: &AgentLoop<'a>, prompt: String) -> AgentLoop<'a> {
         let harness = Harness {
+            registry: parent.harness.read_only,
             checks: None,
             ..parent.harness
         };
-        let tools = subagent::read_only(harness.registry.specs());
+        let tools = harness.registry.specs();
         let budget = parent.budget.for_subagent(harness.settings.subagent_steps);
         let system = subagent::SYSTEM_PROMPT.to_string();
         AgentLoop::new(harness, true, budget, system, tools, prompt)
@@ -298,13 +301,6 @@ impl<'a> AgentLoop<'a> {
     }
 
     fn dispatch_registry(&self, call: &ToolCall) -> ToolOutput {
-        if self.subagent && !subagent::READ_ONLY_TOOLS.contains(&call.name.as_str()) {
-            return error(format!(
-                "`{}` is not available to a subagent; its tools are read-only: {}",
-                call.name,
-                subagent::READ_ONLY_TOOLS.join(", ")
-            ));
-        }
         self.harness
             .registry
             .dispatch(self.harness.ctx, &call.name, &call.arguments)

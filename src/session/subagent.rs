@@ -6,9 +6,6 @@ use serde_json::json;
 
 use crate::model::ToolSpec;
 
-/// The tools a subagent may call: they read, never write.
-pub const READ_ONLY_TOOLS: &[&str] = &["read_file", "list_files", "grep"];
-
 pub const SYSTEM_PROMPT: &str = "You are a subagent of a coding session: you answer one question about the repository in your workspace and then stop. \
 You have read-only tools; you cannot change files or run builds. Investigate with as few calls as you need, then reply with your final answer and no tool call. \
 The answer is all the session sees of your work: make it self-contained, concrete (paths, names, line numbers) and short.";
@@ -26,12 +23,4 @@ pub fn spec() -> ToolSpec {
             "required": ["description", "prompt"]
         }),
     }
-}
-
-/// The specs of the read-only tools out of the registry's.
-pub fn read_only(specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
-    specs
-        .into_iter()
-        .filter(|s| READ_ONLY_TOOLS.contains(&s.name.as_str()))
-        .collect()
 }

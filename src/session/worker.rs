@@ -58,10 +58,12 @@ fn run_session(
 ) -> WorkerReport {
     let started = Instant::now();
     let registry = Registry::standard().with_output_cap(config.tool_output_cap);
+    let read_only = Registry::read_only().with_output_cap(config.tool_output_cap);
     let skills = skills::discover(&ctx.workspace, &config.user_skills);
     let checks = SessionChecks::new(config, &ctx.workspace);
     let harness = Harness {
         registry: &registry,
+        read_only: &read_only,
         ctx,
         settings: &config.harness,
         skills: &skills,

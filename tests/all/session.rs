@@ -341,3 +341,209 @@ fn agents_md_goes_into_the_system_prompt_capped_with_a_note() {
         assert_eq!(r["tools"], requests[0]["tools"]);
     }
 }
+
+#[test]
+fn a_task_subagent_gets_a_fresh_context_and_read_only_tools_and_returns_its_answer() {
+    let usage = |n: u64| json!({"input_tokens": n, "output_tokens": 10});
+    let task = json!({"name": "task", "arguments": {"description": "find the spec",
+        "prompt": "What does SPEC.md say? Answer in one line."}});
+    let turns = json!([
+        {"tool_calls": [task], "usage": usage(100)},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "SPEC.md"}},
+                        write_file("sneaky.txt", "no")], "usage": usage(600)},
+        {"text": "SPEC.md asks for a tiny thing.", "usage": usage(600)},
+        {"tool_calls": [bash("echo thanks")], "usage": usage(200)},
+        done("done"),
+    ]);
+    let env = project_with(
+        turns,
+        &[("# input_tokens = 5000000", "input_tokens = 1500")],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(
+        requests.len(),
+        4,
+        "the session's budget counts the subagent's tokens"
+    );
+    let sub = &requests[1];
+    assert!(sub["system"]
+        .as_str()
+        .unwrap()
+        .starts_with("You are a subagent"));
+    let tools: Vec<&str> = sub["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "list_files", "grep"]);
+    assert_eq!(
+        user_texts(sub),
+        ["What does SPEC.md say? Answer in one line."]
+    );
+    let results = tool_results(&requests[2]);
+    assert!(results[0].contains("A tiny thing."), "{results:?}");
+    assert!(results[1].starts_with("Error:"), "{results:?}");
+    assert!(!env
+        .project()
+        .join(".longrun/sessions/0002/work/sneaky.txt")
+        .exists());
+    // Only the final answer goes back to the session.
+    let back = tool_results(&requests[3]);
+    assert_eq!(back, ["SPEC.md asks for a tiny thing."]);
+    let roles: Vec<&str> = requests[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "user"],
+        "the last is the 80% warning"
+    );
+    let msg = last_verdict(&env);
+    assert!(
+        msg.contains("budget: input-token limit of 1500 reached (1500 used)"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn skills_from_the_repo_and_the_user_are_listed_and_loaded_on_demand() {
+    let env = project_with(
+        json!([
+            turn(vec![
+                json!({"name": "read_skill", "arguments": {"name": "style"}}),
+                json!({"name": "read_skill", "arguments": {"name": "db"}})
+            ]),
+            done("ok"),
+        ]),
+        &[],
+        &[(
+            "skills/db/SKILL.md",
+            "---\nname: db\ndescription: Migrations and the schema\n---\nRun make migrate first.\n",
+        )],
+    );
+    let home = env.path("home");
+    env.write(
+        "home/.config/longrun/skills/style/SKILL.md",
+        "# House style: short functions\nKeep functions under 40 lines.\n",
+    );
+    let out = env
+        .longrun()
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .args(["continue", "--dir", &env.dir_arg(), "--sessions", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some(), "{}", text(&out));
+    let requests = env.requests(2);
+    let system = requests[0]["system"].as_str().unwrap();
+    assert!(
+        system.contains(
+            "- `db`: Migrations and the schema\n- `style`: House style: short functions\n"
+        ),
+        "{system}"
+    );
+    assert!(!system.contains("make migrate"), "bodies load on demand");
+    assert!(requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "read_skill"));
+    let results = tool_results(&requests[1]);
+    assert_eq!(
+        results[0],
+        "# House style: short functions\nKeep functions under 40 lines.\n"
+    );
+    assert_eq!(results[1], "Run make migrate first.\n");
+}
+
+#[test]
+fn results_older_than_k_turns_become_stubs_and_the_prefix_stays_byte_identical() {
+    let calls: Vec<Value> = (0..5)
+        .map(|i| turn(vec![bash(&format!("printf 'line {i} %.0s' $(seq 1 40)"))]))
+        .collect();
+    let env = project_with(json!(calls), &[("keep_turns = 10", "keep_turns = 2")], &[]);
+    continue_one(&env);
+    let requests = env.requests(2);
+    let results = tool_results(&requests[4]);
+    assert_eq!(results.len(), 4);
+    for (i, r) in results[..2].iter().enumerate() {
+        let stub =
+            format!("[harness: elided the result of `bash printf 'line {i} %.0s' $(seq 1 40)` (");
+        assert!(
+            r.starts_with(&stub)
+                && r.ends_with("bytes) from an older turn; run it again if you need it]"),
+            "{r}"
+        );
+    }
+    for (i, r) in results[2..].iter().enumerate() {
+        assert!(r.starts_with(&format!("line {} line", i + 2)), "{r}");
+    }
+    let prefix = |r: &Value| format!("{}{}", r["system"], r["tools"]);
+    assert!(requests.iter().all(|r| prefix(r) == prefix(&requests[0])));
+}
+
+#[test]
+fn near_the_window_the_model_writes_a_handoff_summary_and_the_session_goes_on_from_it() {
+    let todos = json!({"name": "write_todos", "arguments": {"todos": [
+        {"content": "create done.txt", "status": "pending"}]}});
+    // The first answer reports more input tokens than bytes/4 suggests: the
+    // estimate is calibrated by it and crosses the threshold at once.
+    let turns = json!([
+        {"tool_calls": [bash("echo first"), todos], "usage": {"input_tokens": 6000, "output_tokens": 10}},
+        {"text": "SUMMARY: ran echo first; next, create done.txt"},
+        turn(vec![bash("echo after")]),
+        done("stop"),
+    ]);
+    let env = project_with(
+        turns,
+        &[
+            ("context_window = 128000", "context_window = 8000"),
+            ("check_rounds = 3", "check_rounds = 0"),
+        ],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 4);
+    let ask = &requests[1];
+    assert_eq!(ask["system"], requests[0]["system"]);
+    assert_eq!(ask["tools"], requests[0]["tools"]);
+    let asked = ask["messages"].as_array().unwrap();
+    assert_eq!(
+        asked[0], requests[0]["messages"][0],
+        "the same conversation, then the ask"
+    );
+    assert!(
+        asked.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("Write a handoff summary"),
+        "{:?}",
+        asked.last()
+    );
+    let after = requests[2]["messages"].as_array().unwrap();
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(after[0], requests[0]["messages"][0]);
+    let summary = after[1]["content"].as_str().unwrap();
+    assert!(
+        summary.contains("SUMMARY: ran echo first; next, create done.txt"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Your todo list:\n- [ ] create done.txt"),
+        "the todos survive: {summary}"
+    );
+    let compacted: Vec<Value> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "compacted")
+        .collect();
+    assert_eq!(compacted.len(), 1);
+    assert!(compacted[0]["event"]["tokens_before"].as_u64().unwrap() > 5600);
+}
