@@ -86,6 +86,10 @@ pub enum SessionEvent {
         harness_micros: u64,
         steps: u32,
     },
+    /// What the kernel enforced when the worker confined itself.
+    Sandbox {
+        enforcement: crate::sandbox::Enforcement,
+    },
 }
 
 /// How the worker's session ended, from its own side.

@@ -119,6 +119,25 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Run a command under exactly the confinement a session gets, with DIR writable.
+    ///
+    /// Prints nothing of its own when all goes well and exits with the command's status.
+    Sandbox {
+        /// A bundled profile (default, loopback, strict) or a path to a profile file.
+        #[arg(long, value_name = "NAME|PATH", default_value = "default")]
+        profile: String,
+        /// The writable workspace (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Override the profile's network mode.
+        #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "host"])]
+        network: Option<String>,
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        argv: Vec<String>,
+    },
+    /// What confinement this machine enforces; exits 0 when the default profile can be fully enforced.
+    Doctor,
     /// The session worker (started by the orchestrator).
     #[command(name = "__worker", hide = true)]
     Worker {

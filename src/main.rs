@@ -15,6 +15,20 @@ fn main() -> ExitCode {
         Command::Exec { spec, argv } => return longrun::sandbox::exec_confined(&spec, &argv),
         Command::Completions { shell } => return print_bytes(&longrun::view::completions(shell)),
         Command::Man => return print_bytes(&longrun::view::man_page()),
+        Command::Sandbox {
+            profile,
+            workspace,
+            network,
+            argv,
+        } => {
+            return longrun::sandbox::run_sandbox(longrun::sandbox::SandboxArgs {
+                profile,
+                workspace,
+                network,
+                argv,
+            })
+        }
+        Command::Doctor => return longrun::sandbox::doctor(),
         _ => {}
     }
     longrun::logging::init(cli.verbose, project_log_dir(&cli.command));
@@ -127,6 +141,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Worker { .. }
         | Command::Exec { .. }
         | Command::Completions { .. }
-        | Command::Man => unreachable!("handled before the runtime"),
+        | Command::Man
+        | Command::Sandbox { .. }
+        | Command::Doctor => unreachable!("handled before the runtime"),
     }
 }

@@ -16,6 +16,8 @@ pub struct Project {
     pub dir: PathBuf,
     pub repo: Repository,
     pub config: Config,
+    /// The sandbox profile `[sandbox] profile` names, resolved.
+    pub profile: crate::sandbox::Profile,
 }
 
 impl Project {
@@ -48,7 +50,19 @@ impl Project {
         let head = repo::main_head(&repo)?.ok_or_else(not_project)?;
         let toml = repo::read_file_at(&repo, head, config::FILE_NAME)?.ok_or_else(not_project)?;
         let config = Config::parse(&toml, &dir.join(config::FILE_NAME))?;
-        Ok(Project { dir, repo, config })
+        let profile = crate::sandbox::Profile::resolve(&config.sandbox.profile, &dir)
+            .with_context(|| {
+                format!(
+                    "{}: [sandbox] profile",
+                    dir.join(config::FILE_NAME).display()
+                )
+            })?;
+        Ok(Project {
+            dir,
+            repo,
+            config,
+            profile,
+        })
     }
 
     pub fn history(&self) -> anyhow::Result<History> {

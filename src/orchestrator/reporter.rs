@@ -56,6 +56,10 @@ impl Reporter {
                 tokens_after,
             } => format!("  context compacted: ~{tokens_before} -> ~{tokens_after} tokens"),
             SessionEvent::WorkerStats { .. } => return,
+            SessionEvent::Sandbox { enforcement } => match enforcement.warnings.as_slice() {
+                [] => return,
+                warnings => format!("  sandbox: not enforced: {}", warnings.join("; ")),
+            },
         };
         let _ = number;
         self.line(&text);

@@ -58,7 +58,7 @@ pub fn sandbox_spec(
     let mut read_only = vec![project.dir.clone()];
     read_only.extend(project.config.sandbox.read_only.iter().cloned());
     SandboxSpec {
-        profile: project.config.sandbox.profile.clone(),
+        profile: project.profile.clone(),
         workspace: workspace.to_path_buf(),
         tmp: tmp.to_path_buf(),
         home: home.to_path_buf(),
@@ -156,7 +156,13 @@ pub async fn run_session(
         }
     }
     let verdict = decide(&run, project.config.budget.wall_time_secs, &mut reasons);
-    let sandbox_layers = vec![format!("profile {}", project.config.sandbox.profile)];
+    let sandbox_layers = match &run.sandbox {
+        Some(enforcement) => enforcement.trailer_lines(),
+        None => vec![format!(
+            "profile {}: the worker did not report its confinement",
+            project.profile.name
+        )],
+    };
     let rec = Record {
         number: plan.number,
         role: plan.role.as_str(),

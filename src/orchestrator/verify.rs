@@ -238,9 +238,11 @@ pub async fn run_checks(
     }
     let argv = vec!["bash".to_string(), "-c".to_string(), script];
     let mut cmd = crate::sandbox::command(&place.spec, &argv)?;
+    // The script silences itself; what is left on stderr is a confinement failure.
+    let sandbox_log = out.join("sandbox.log");
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(std::fs::File::create(&sandbox_log)?);
     let mut child = tokio::process::Command::from(cmd)
         .kill_on_drop(true)
         .spawn()?;
@@ -283,6 +285,15 @@ pub async fn run_checks(
             command: command.clone(),
             passed: rc == "0",
             output_tail: tail,
+        });
+    }
+    if finished.is_ok() && !out.join("0.rc").exists() {
+        let said = std::fs::read_to_string(&sandbox_log).unwrap_or_default();
+        runs.push(CheckRun {
+            name: "sandbox".into(),
+            command: "confinement of the verification run".into(),
+            passed: false,
+            output_tail: progress::tail(&said, 5),
         });
     }
     Ok(runs)

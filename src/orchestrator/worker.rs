@@ -19,7 +19,7 @@ use tokio::time::Sleep;
 
 use super::signals::Interrupt;
 use super::Reporter;
-use crate::broker::{self, OrchestratorMessage, WorkerMessage, WorkerReport};
+use crate::broker::{self, OrchestratorMessage, SessionEvent, WorkerMessage, WorkerReport};
 use crate::model::{ModelError, Provider, RequestContext, Usage};
 use crate::transcript::{Entry, Transcript};
 
@@ -49,6 +49,8 @@ pub struct WorkerRun {
     pub fatal: Option<String>,
     /// What the worker's loop detector reported, one entry per trigger.
     pub loops: Vec<String>,
+    /// What the worker's kernel enforced, as the worker reported it.
+    pub sandbox: Option<crate::sandbox::Enforcement>,
 }
 
 /// What the worker needs to start.
@@ -94,6 +96,7 @@ pub async fn serve(
         requests: 0,
         fatal: None,
         loops: Vec::new(),
+        sandbox: None,
     };
     loop {
         let line = match stops.race(lines.next_line()).await {
@@ -144,6 +147,9 @@ pub async fn serve(
             WorkerMessage::Event { event } => {
                 if let crate::broker::SessionEvent::LoopDetected { what, .. } = &event {
                     run.loops.push(what.clone());
+                }
+                if let SessionEvent::Sandbox { enforcement } = &event {
+                    run.sandbox = Some(enforcement.clone());
                 }
                 reporter.event(launch.number, &event);
                 transcript.append(&Entry::Event { event })?;

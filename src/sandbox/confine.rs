@@ -1,48 +1,133 @@
-//! Applying confinement in a fresh process, before any thread exists.
+//! Applying confinement in a fresh process, before any thread exists, in
+//! this order: own session and PDEATHSIG; resource limits (and the network
+//! namespace, which needs the capabilities about to go); drop every
+//! capability; no_new_privs; seccomp; Landlock; close inherited descriptors.
+//! Then check what the kernel enforced and refuse when the profile asks for
+//! more, unless it says `landlock = "best-effort"`.
 
+use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use super::SandboxSpec;
+use super::{caps, landlock, limits, network, seccomp, LandlockMode, SandboxSpec};
 
 /// What the kernel actually enforced, recorded in the session's trailers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Enforcement {
-    /// One line per layer, e.g. "landlock: full (ABI 7)".
+    /// One line per layer, e.g. "landlock: fully enforced (ABI 7; ...)".
     pub layers: Vec<String>,
     /// What could not be enforced (only with a best-effort profile).
     pub warnings: Vec<String>,
 }
 
-/// Confine the calling process as `spec` says. Must run before any thread starts.
-pub fn confine(_spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
-    // Own session and process group, and die with the parent.
-    let _ = nix::unistd::setsid();
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-    Ok(Enforcement {
-        layers: vec!["process: own session, dies with its parent".into()],
-        warnings: Vec::new(),
-    })
+impl Enforcement {
+    /// The lines for the `Longrun-Sandbox` trailers: layers, then warnings.
+    pub fn trailer_lines(&self) -> Vec<String> {
+        let mut lines = self.layers.clone();
+        lines.extend(self.warnings.iter().map(|w| format!("not enforced: {w}")));
+        lines
+    }
 }
 
-/// The hidden `__exec` subcommand: confine, then exec `argv`. Returns only on failure.
-pub fn exec_confined(spec_json: &str, argv: &[String]) -> std::process::ExitCode {
-    use std::os::unix::process::CommandExt;
-    let spec: SandboxSpec = match serde_json::from_str(spec_json) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("longrun: bad sandbox spec: {e}");
-            return std::process::ExitCode::from(1);
-        }
+/// Confine the calling process as `spec` says. Must run before any thread starts.
+pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
+    let profile = &spec.profile;
+    let mut e = Enforcement {
+        layers: vec![format!("profile {}", profile.name)],
+        warnings: Vec::new(),
     };
-    if let Err(e) = confine(&spec) {
-        eprintln!("longrun: cannot confine: {e:#}");
-        return std::process::ExitCode::from(1);
+    e.layers.push(new_session()?);
+    let limits = limits::apply(&profile.limits)?;
+    e.layers.push(limits.layer);
+    e.warnings.extend(limits.warnings);
+    e.layers.push(network::isolate(profile.network)?);
+    e.layers.push(caps::drop_all()?);
+    no_new_privs()?;
+    e.layers.push("no_new_privs: set".into());
+    e.layers.push(seccomp::apply(profile.network)?);
+    let landlock = landlock::restrict(spec).context("cannot apply the Landlock ruleset")?;
+    e.layers.push(landlock.layer);
+    close_inherited(&spec.keep_fds);
+    if !caps::none_left() {
+        bail!("capabilities are still held after dropping them all");
     }
-    let Some((program, args)) = argv.split_first() else {
-        eprintln!("longrun: nothing to run");
-        return std::process::ExitCode::from(2);
-    };
-    let err = std::process::Command::new(program).args(args).exec();
-    eprintln!("longrun: cannot run {program}: {err}");
-    std::process::ExitCode::from(127)
+    if !landlock.missing.is_empty() {
+        let missing = landlock.missing.join(", ");
+        match profile.landlock {
+            LandlockMode::Required => bail!(
+                "this kernel (Landlock ABI {}) does not enforce what profile {} asks: {missing}; \
+                 run `longrun doctor` for details, or set landlock = \"best-effort\" in the profile",
+                landlock.abi,
+                profile.name
+            ),
+            LandlockMode::BestEffort => e.warnings.extend(landlock.missing),
+        }
+    }
+    Ok(e)
+}
+
+/// Own session and process group, and die with the parent.
+fn new_session() -> anyhow::Result<String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .context("cannot set PR_SET_PDEATHSIG")?;
+    let leader = nix::unistd::getsid(None) == Ok(nix::unistd::getpid());
+    if leader || nix::unistd::setsid().is_ok() {
+        return Ok("process: own session, dies with its parent".into());
+    }
+    // A process group leader (started from an interactive shell) cannot leave
+    // its session; seccomp denies TIOCSTI, which is what setsid guards against.
+    Ok("process: caller's session kept (TIOCSTI denied), dies with its parent".into())
+}
+
+fn no_new_privs() -> anyhow::Result<()> {
+    nix::sys::prctl::set_no_new_privs().context("cannot set PR_SET_NO_NEW_PRIVS")
+}
+
+/// Close every descriptor above stderr except `keep`.
+fn close_inherited(keep: &[i32]) {
+    let mut keep: Vec<u32> = keep
+        .iter()
+        .filter(|fd| **fd > 2)
+        .map(|fd| *fd as u32)
+        .collect();
+    keep.sort_unstable();
+    let mut from = 3u32;
+    for fd in keep.into_iter().chain([u32::MAX]) {
+        if fd > from {
+            close_range(from, fd - 1);
+        }
+        from = fd.saturating_add(1);
+    }
+}
+
+fn close_range(first: u32, last: u32) {
+    // SAFETY: closes descriptors only; nothing in this single-threaded process still uses them.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    if rc != 0 {
+        // Kernels before 5.9: close one by one, up to the descriptor limit.
+        let max = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map(|(soft, _)| soft)
+            .unwrap_or(1024)
+            .min(u64::from(last));
+        for fd in u64::from(first)..=max {
+            // SAFETY: as above.
+            unsafe { libc::close(fd as i32) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailer_lines_mark_what_was_not_enforced() {
+        let e = Enforcement {
+            layers: vec!["profile default".into()],
+            warnings: vec!["landlock scopes".into()],
+        };
+        assert_eq!(
+            e.trailer_lines(),
+            vec!["profile default", "not enforced: landlock scopes"]
+        );
+    }
 }

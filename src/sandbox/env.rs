@@ -6,7 +6,8 @@ use super::SandboxSpec;
 const PASSED: &[&str] = &["PATH", "LANG", "TERM", "TZ"];
 
 /// The environment a session (or a verification run) gets: an allowlist of
-/// the parent's variables, a git identity, and HOME and TMPDIR in the session.
+/// the parent's variables, a git identity, HOME and TMPDIR in the session,
+/// and the profile's own variables (RUSTUP_HOME, for instance).
 pub fn session_env(spec: &SandboxSpec) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| PASSED.contains(&k.as_str()) || k.starts_with("LC_"))
@@ -34,5 +35,9 @@ pub fn session_env(spec: &SandboxSpec) -> Vec<(String, String)> {
         ),
         ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
     ]);
+    for (key, value) in &spec.profile.env {
+        env.retain(|(k, _)| k != key);
+        env.push((key.clone(), value.clone()));
+    }
     env
 }

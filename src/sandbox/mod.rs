@@ -1,14 +1,30 @@
 //! Kernel confinement of sessions and of verification runs.
 //!
-//! A [`SandboxSpec`] says what a confined process may touch. [`confine`] is
-//! called at the very start of a freshly executed process, before any thread
-//! exists; [`command`] builds the command that re-executes longrun to confine
-//! itself and then exec a program. Only this module makes confinement syscalls.
+//! A [`Profile`] says what a confined process may read, write and reach and
+//! its limits; a [`SandboxSpec`] adds the session's own directories. [`confine`]
+//! is called at the very start of a freshly executed process, before any
+//! thread exists; [`command`] builds the command that re-executes longrun to
+//! confine itself and then exec a program. Only this module makes
+//! confinement syscalls.
 
+mod caps;
+mod cgroup;
 mod confine;
+mod doctor;
 mod env;
+mod exec;
+mod hint;
+mod landlock;
+mod limits;
+mod network;
+mod profile;
+mod seccomp;
 mod spec;
 
-pub use confine::{confine, exec_confined, Enforcement};
+pub use confine::{confine, Enforcement};
+pub use doctor::doctor;
 pub use env::session_env;
+pub use exec::{exec_confined, run_sandbox, SandboxArgs};
+pub use hint::denial_hint;
+pub use profile::{bundled_names, Filesystem, LandlockMode, Limits, Network, Profile};
 pub use spec::{command, SandboxSpec, EXEC_SUBCOMMAND};

@@ -4,14 +4,16 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::Profile;
+
 /// The hidden subcommand that confines itself, then execs its arguments.
 pub const EXEC_SUBCOMMAND: &str = "__exec";
 
 /// Everything confinement needs to know, serialized to the child.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SandboxSpec {
-    /// The profile name, recorded in trailers.
-    pub profile: String,
+    /// The resolved profile: network, Landlock mode, toolchain paths, limits.
+    pub profile: Profile,
     /// The one writable project directory.
     pub workspace: PathBuf,
     /// Private TMPDIR.

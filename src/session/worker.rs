@@ -33,13 +33,9 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
     let enforcement =
         crate::sandbox::confine(&config.sandbox).context("failed to confine the session")?;
     let mut link = WorkerLink::inherited()?;
-    for warning in &enforcement.warnings {
-        link.send(&WorkerMessage::Event {
-            event: SessionEvent::Notice {
-                text: format!("sandbox: {warning}"),
-            },
-        })?;
-    }
+    link.send(&WorkerMessage::Event {
+        event: SessionEvent::Sandbox { enforcement },
+    })?;
     let ctx = ToolContext {
         workspace: config.sandbox.workspace.clone(),
         tmp: config.sandbox.tmp.clone(),

@@ -215,6 +215,12 @@ impl SessionView {
                 "context compacted: ~{tokens_before} -> ~{tokens_after} tokens"
             )),
             SessionEvent::WorkerStats { .. } => {}
+            // The layers are in the verdict's trailers; only gaps are worth a notice.
+            SessionEvent::Sandbox { enforcement } => {
+                for w in &enforcement.warnings {
+                    self.add_notice(format!("sandbox: not enforced: {w}"));
+                }
+            }
         }
     }
 

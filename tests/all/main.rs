@@ -6,6 +6,7 @@
 mod common;
 
 mod e2e;
+mod sandbox;
 mod session;
 mod tools;
 mod verdicts;

@@ -1,0 +1,140 @@
+//! `longrun doctor`: what confinement this machine can enforce. It reports
+//! the kernel, Landlock and its features, seccomp, user namespaces, cgroup
+//! delegation and git, then tries each bundled profile for real (confining a
+//! child that runs /bin/true) and says whether it can be enforced as written.
+
+use std::process::ExitCode;
+
+use super::{bundled_names, cgroup, landlock, Network, Profile, SandboxSpec};
+
+/// Print the report; exit 0 when the default profile can be fully enforced.
+pub fn doctor() -> ExitCode {
+    for line in machine_report() {
+        println!("{line}");
+    }
+    let mut default_ok = false;
+    for name in bundled_names() {
+        let verdict = match Profile::bundled(name).and_then(|p| probe(&p)) {
+            Ok(()) => "can be enforced as written".to_string(),
+            Err(e) => format!("cannot be enforced: {}", one_line(&format!("{e:#}"))),
+        };
+        default_ok |= name == "default" && verdict.starts_with("can be");
+        println!("profile {name}: {verdict}");
+    }
+    if default_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn machine_report() -> Vec<String> {
+    let abi = landlock::kernel_abi();
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let mut lines = vec![
+        format!("kernel: {}", kernel()),
+        format!(
+            "landlock: {}",
+            if abi > 0 {
+                format!("ABI {abi}")
+            } else {
+                "not available".to_string()
+            }
+        ),
+        format!("  filesystem rules: {}", yes(abi >= 1)),
+        format!("  TCP bind/connect rules (ABI 4): {}", yes(abi >= 4)),
+        format!("  device ioctl rules (ABI 5): {}", yes(abi >= 5)),
+        format!(
+            "  signal and abstract socket scoping (ABI 6): {}",
+            yes(abi >= 6)
+        ),
+        format!("seccomp filters: {}", yes(seccomp_available())),
+        format!("user namespaces: {}", user_namespaces()),
+    ];
+    lines.extend(
+        cgroup::report()
+            .into_iter()
+            .map(|l| format!("cgroups: {l}")),
+    );
+    lines.push(format!("git: {}", git_version()));
+    lines
+}
+
+fn kernel() -> String {
+    match nix::sys::utsname::uname() {
+        Ok(u) => format!(
+            "{} {} ({})",
+            u.sysname().to_string_lossy(),
+            u.release().to_string_lossy(),
+            u.machine().to_string_lossy()
+        ),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+fn seccomp_available() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+        .map(|a| a.split_whitespace().any(|x| x == "errno"))
+        .unwrap_or(false)
+}
+
+fn user_namespaces() -> String {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|t| t.trim().to_string())
+    };
+    if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+        return "disabled for unprivileged users (kernel.unprivileged_userns_clone = 0)".into();
+    }
+    match read("/proc/sys/user/max_user_namespaces").as_deref() {
+        Some("0") => "disabled (user.max_user_namespaces = 0)".into(),
+        Some(n) => format!("available (up to {n}); the loopback profile uses one when not root"),
+        None => "unknown".into(),
+    }
+}
+
+fn git_version() -> String {
+    match std::process::Command::new("git").arg("--version").output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        _ => "not found on PATH (sessions need git)".into(),
+    }
+}
+
+/// Confine a child as `profile` says and run /bin/true in it.
+fn probe(profile: &Profile) -> anyhow::Result<()> {
+    let dir = tempfile::Builder::new()
+        .prefix("longrun-doctor-")
+        .tempdir()?;
+    let (work, tmp, home) = (
+        dir.path().join("work"),
+        dir.path().join("tmp"),
+        dir.path().join("home"),
+    );
+    for d in [&work, &tmp, &home] {
+        std::fs::create_dir(d)?;
+    }
+    let spec = SandboxSpec {
+        profile: profile.clone(),
+        workspace: work,
+        tmp,
+        home,
+        read_only: Vec::new(),
+        writable: Vec::new(),
+        keep_fds: Vec::new(),
+    };
+    let out = super::command(&spec, &["/bin/true".to_string()])?.output()?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let hint = match profile.network {
+        Network::Loopback => " (the loopback profile needs a network namespace)",
+        _ => "",
+    };
+    anyhow::bail!("{}{hint}", said.trim().trim_start_matches("longrun: "))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,52 @@
+//! One line for the model when a tool was denied by the sandbox, naming the
+//! profile and what it allows, so that it stops retrying what cannot work.
+
+use super::{Network, Profile};
+
+/// Words in a tool's output that say EACCES or EPERM.
+const DENIALS: &[&str] = &[
+    "Permission denied",
+    "Operation not permitted",
+    "os error 13",
+    "os error 1)",
+    "EACCES",
+    "EPERM",
+];
+
+/// The hint to add to a failed tool result whose `output` reports EACCES or
+/// EPERM, for a session confined by `profile`; None when it reports neither.
+pub fn denial_hint(profile: &Profile, output: &str) -> Option<String> {
+    if !DENIALS.iter().any(|d| output.contains(d)) {
+        return None;
+    }
+    let network = match profile.network {
+        Network::None => " No network in this profile.",
+        Network::Loopback => " Only loopback (localhost) networking in this profile.",
+        Network::Host => "",
+    };
+    Some(format!(
+        "[sandbox: profile {} ({}). Writes are allowed only under the workspace, $TMPDIR and $HOME; \
+         reads only in the system directories, the profile's toolchain directories and the project.{network}]",
+        profile.name, profile.description
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_profile_and_what_it_allows() {
+        let p = Profile::bundled("default").unwrap();
+        let hint = denial_hint(&p, "touch: cannot touch '/etc/x': Permission denied").unwrap();
+        assert!(hint.contains("profile default"), "{hint}");
+        assert!(
+            hint.contains("$TMPDIR") && hint.contains("No network"),
+            "{hint}"
+        );
+        assert_eq!(denial_hint(&p, "error: no such file"), None);
+        let lo = Profile::bundled("loopback").unwrap();
+        let hint = denial_hint(&lo, "connect: Operation not permitted").unwrap();
+        assert!(hint.contains("loopback"), "{hint}");
+    }
+}

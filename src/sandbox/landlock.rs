@@ -1,0 +1,180 @@
+//! The Landlock ruleset: which paths a confined process may read, execute
+//! and write, whether it may bind or connect TCP, and whether it may signal
+//! or reach (over abstract Unix sockets) processes outside its domain.
+//!
+//! Rules are requested for the ABI this code was tested on; what the running
+//! kernel could not enforce is reported, and `confine` decides whether that
+//! is fatal.
+
+use std::path::PathBuf;
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, LandlockStatus, RestrictionStatus, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+
+use super::{Network, SandboxSpec};
+
+/// The newest ABI whose rights are requested (and tested).
+const TESTED_ABI: ABI = ABI::V7;
+
+/// Read and execute: the system.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// Devices a build uses, read and write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// What the kernel enforced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandlockOutcome {
+    /// The kernel's Landlock ABI (0: none).
+    pub abi: i32,
+    /// A line for the Enforcement report.
+    pub layer: String,
+    /// What the profile asked for that this kernel does not enforce.
+    pub missing: Vec<String>,
+}
+
+/// The kernel's Landlock ABI version, 0 when Landlock is unavailable.
+pub fn kernel_abi() -> i32 {
+    // SAFETY: the documented version query: no pointers read, no state changed.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    if v < 0 {
+        0
+    } else {
+        v as i32
+    }
+}
+
+/// What a kernel with Landlock ABI `abi` would not enforce of what `network` asks.
+pub fn missing_features(abi: i32, network: Network) -> Vec<String> {
+    let mut missing = Vec::new();
+    if abi < 1 {
+        missing.push("Landlock itself (kernel 5.13 or later, with landlock in lsm=)".to_string());
+        return missing;
+    }
+    let wanted: &[(i32, &str, bool)] = &[
+        (2, "renames and links across directories (ABI 2)", true),
+        (3, "truncation rules (ABI 3)", true),
+        (
+            4,
+            "TCP bind and connect rules (ABI 4)",
+            network == Network::None,
+        ),
+        (5, "device ioctl rules (ABI 5)", true),
+        (6, "signal and abstract Unix socket scoping (ABI 6)", true),
+    ];
+    for (needs, what, asked) in wanted {
+        if *asked && abi < *needs {
+            missing.push(format!("landlock {what}"));
+        }
+    }
+    missing
+}
+
+/// Build the ruleset for `spec` and restrict the calling thread with it.
+pub fn restrict(spec: &SandboxSpec) -> anyhow::Result<LandlockOutcome> {
+    let abi = kernel_abi();
+    let network = spec.profile.network;
+    let status = ruleset(spec, network)?;
+    let missing = missing_features(abi, network);
+    let layer = describe(&status, abi, network);
+    Ok(LandlockOutcome {
+        abi,
+        layer,
+        missing,
+    })
+}
+
+fn ruleset(spec: &SandboxSpec, network: Network) -> anyhow::Result<RestrictionStatus> {
+    let all = AccessFs::from_all(TESTED_ABI);
+    let read_exec = AccessFs::from_read(TESTED_ABI);
+    let device = AccessFs::from_file(TESTED_ABI) & !AccessFs::Execute;
+    let mut ruleset = Ruleset::default().handle_access(all)?;
+    if network == Network::None {
+        // Handled with no rule allowing them: no TCP bind, no TCP connect.
+        ruleset = ruleset.handle_access(AccessNet::from_all(TESTED_ABI))?;
+    }
+    let created = ruleset
+        .scope(Scope::from_all(TESTED_ABI))?
+        .create()?
+        .add_rules(path_beneath_rules(SYSTEM_DIRS, read_exec))?
+        .add_rules(path_beneath_rules(
+            ["/proc"],
+            AccessFs::ReadFile | AccessFs::ReadDir,
+        ))?
+        .add_rules(path_beneath_rules(read_only_paths(spec), read_exec))?
+        .add_rules(path_beneath_rules(DEVICES, device))?
+        .add_rules(path_beneath_rules(writable_paths(spec), all))?;
+    Ok(created.restrict_self()?)
+}
+
+/// The toolchain directories and the extra read-only paths (the main repo).
+fn read_only_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
+    let mut paths = spec.profile.filesystem.read_only.clone();
+    paths.extend(spec.read_only.iter().cloned());
+    paths
+}
+
+/// The workspace, private tmp and home, /dev/shm (POSIX semaphores, which
+/// Python multiprocessing needs), and the extra writable paths.
+fn writable_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
+    let mut paths = vec![
+        spec.workspace.clone(),
+        spec.tmp.clone(),
+        spec.home.clone(),
+        PathBuf::from("/dev/shm"),
+    ];
+    paths.extend(spec.profile.filesystem.writable.iter().cloned());
+    paths.extend(spec.writable.iter().cloned());
+    paths
+}
+
+fn describe(status: &RestrictionStatus, abi: i32, network: Network) -> String {
+    let how = match status.ruleset {
+        RulesetStatus::FullyEnforced => "fully enforced",
+        RulesetStatus::PartiallyEnforced => "partially enforced",
+        RulesetStatus::NotEnforced => "not enforced",
+    };
+    let abi = match status.landlock {
+        LandlockStatus::Available { .. } => format!("ABI {abi}"),
+        _ => "unavailable".to_string(),
+    };
+    let net = match network {
+        Network::None => ", no TCP",
+        _ => "",
+    };
+    format!("landlock: {how} ({abi}; writes only in the workspace, tmp and home{net})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_features_follow_the_abi() {
+        assert!(missing_features(7, Network::None).is_empty());
+        assert!(missing_features(6, Network::None).is_empty());
+        let m = missing_features(3, Network::None);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert!(m[0].contains("TCP"));
+        assert_eq!(missing_features(3, Network::Loopback).len(), 2);
+        assert_eq!(missing_features(0, Network::None).len(), 1);
+    }
+}
