@@ -53,8 +53,14 @@ fn run_session(
     link: &mut WorkerLink,
 ) -> WorkerReport {
     let started = Instant::now();
-    let registry = Registry::standard().with_output_cap(config.tool_output_cap);
-    let read_only = Registry::read_only().with_output_cap(config.tool_output_cap);
+    // A result denied by the sandbox says which profile denied it and what it allows.
+    let hint = |p: crate::sandbox::Profile| move |out: &str| crate::sandbox::denial_hint(&p, out);
+    let registry = Registry::standard()
+        .with_output_cap(config.tool_output_cap)
+        .with_failure_hint(hint(config.sandbox.profile.clone()));
+    let read_only = Registry::read_only()
+        .with_output_cap(config.tool_output_cap)
+        .with_failure_hint(hint(config.sandbox.profile.clone()));
     let skills = skills::discover(&ctx.workspace, &config.user_skills);
     let checks = SessionChecks::new(config, &ctx.workspace);
     let harness = Harness {

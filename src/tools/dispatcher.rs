@@ -19,11 +19,15 @@ use super::write_file::WriteFile;
 use super::{args, Tool, ToolContext, ToolOutput};
 use crate::model::ToolSpec;
 
+/// A line to add to a failed result whose text it recognises.
+type FailureHint = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 pub struct Registry {
     tools: Vec<(ToolSpec, Box<dyn Tool>)>,
     output_cap: usize,
     /// Numbers the files where cut outputs are saved.
     saved: AtomicU32,
+    failure_hint: Option<FailureHint>,
 }
 
 impl Registry {
@@ -53,7 +57,18 @@ impl Registry {
             tools: tools.into_iter().map(|t| (t.spec(), t)).collect(),
             output_cap: DEFAULT_OUTPUT_CAP,
             saved: AtomicU32::new(0),
+            failure_hint: None,
         }
+    }
+
+    /// Give a failed result (an error, or a command's non-zero exit) the line
+    /// `hint` finds for its text: the sandbox's hint when it was denied.
+    pub fn with_failure_hint(
+        mut self,
+        hint: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Registry {
+        self.failure_hint = Some(Box::new(hint));
+        self
     }
 
     /// Cut results longer than `chars` characters (at least 1,000).
@@ -82,7 +97,17 @@ impl Registry {
                 is_error: true,
             },
         };
-        self.capped(ctx, name, output)
+        self.hinted(self.capped(ctx, name, output))
+    }
+
+    fn hinted(&self, mut output: ToolOutput) -> ToolOutput {
+        let failed = output.is_error || output.content.contains("[exit code ");
+        if let Some(line) = self.failure_hint.as_ref().filter(|_| failed) {
+            if let Some(line) = line(&output.content) {
+                output.content = format!("{}\n{line}", output.content);
+            }
+        }
+        output
     }
 
     fn run(&self, ctx: &ToolContext, name: &str, raw_args: &str) -> Result<String, String> {
@@ -187,6 +212,22 @@ mod tests {
             out.content
         );
         assert!(!out.content.contains("boom"));
+    }
+
+    #[test]
+    fn only_failed_results_get_the_failure_hint() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Registry::standard()
+            .with_failure_hint(|out: &str| out.contains("denied").then(|| "HINT".to_string()));
+        let failed = r.dispatch(&ctx(&d), "bash", r#"{"command": "echo denied; exit 1"}"#);
+        assert!(
+            failed.content.ends_with("[exit code 1]\nHINT"),
+            "{failed:?}"
+        );
+        let fine = r.dispatch(&ctx(&d), "bash", r#"{"command": "echo denied"}"#);
+        assert!(!fine.content.contains("HINT"), "{fine:?}");
+        let other = r.dispatch(&ctx(&d), "bash", r#"{"command": "exit 2"}"#);
+        assert!(!other.content.contains("HINT"), "{other:?}");
     }
 
     #[test]

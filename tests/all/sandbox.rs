@@ -565,10 +565,13 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
     );
     let features = common::features(&[("F001", false, "true")]);
     let mut session = common::initializer(&features);
-    session
-        .as_array_mut()
-        .unwrap()
-        .insert(0, common::turn(vec![common::bash(&probe)]));
+    session.as_array_mut().unwrap().insert(
+        0,
+        common::turn(vec![
+            common::bash(&probe),
+            common::bash(&format!("touch {}/pwned2", project.display())),
+        ]),
+    );
     let model = env.model(serde_json::json!({ "1": session }));
     let spec = env.write("spec.md", "# Tally spec\n");
     let o = env
@@ -600,6 +603,14 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
         requests.contains("\\n0\\n"),
         "the key reached the session: {requests}"
     );
+    // The failed call's result names the profile and what it allows; the one
+    // that succeeded has no hint.
+    assert!(
+        requests.contains("[sandbox: profile default (no network;"),
+        "no denial hint: {requests}"
+    );
+    let last = serde_json::to_string(env.requests(1).last().unwrap()).unwrap();
+    assert_eq!(last.matches("[sandbox: profile").count(), 1, "{last}");
     let message = env.git(&["log", "-1", "--format=%B", "main"]);
     for needle in [
         "Longrun-Sandbox: profile default",
