@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ChatRequest, ChatResponse};
+use crate::model::{ChatRequest, ChatResponse, ModelErrorKind};
 
 /// The fd number the worker finds its end of the socket at.
 pub const WORKER_FD: i32 = 3;
@@ -43,6 +43,9 @@ pub enum OrchestratorMessage {
         message: String,
         /// The whole run must stop (for example, the key was refused).
         fatal: bool,
+        /// What failed: a context-length error can be survived by compacting.
+        #[serde(default)]
+        kind: ModelErrorKind,
     },
 }
 

@@ -38,9 +38,12 @@ pub enum Command {
         spec: PathBuf,
         #[command(flatten)]
         dir: DirArg,
-        /// The model, as PROVIDER:NAME (for example scripted:model.json).
+        /// The model, as PROVIDER:NAME: openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3.2, scripted:model.json.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
+        /// The provider's base URL (OpenRouter, vLLM, llama.cpp, LM Studio); written to longrun.toml.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
         /// No live progress display: one plain line per event (the default when stdout is not a terminal).
         #[arg(long, short)]
         quiet: bool,
@@ -58,6 +61,12 @@ pub enum Command {
         /// The model, as PROVIDER:NAME; overrides LONGRUN_MODEL and longrun.toml.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
+        /// The provider's base URL; overrides LONGRUN_BASE_URL and longrun.toml.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// Start no new session once this run has cost USD dollars; a session that crosses it is stopped.
+        #[arg(long, value_name = "USD")]
+        max_cost: Option<f64>,
         /// No live progress display: one plain line per event (the default when stdout is not a terminal).
         #[arg(long, short)]
         quiet: bool,

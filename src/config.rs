@@ -30,12 +30,39 @@ pub struct Config {
     pub harness: crate::session::HarnessSettings,
 }
 
-/// `[model]`: which model the sessions use, when neither `--model` nor `LONGRUN_MODEL` says.
+/// `[model]`: which model the sessions use and how to reach it. Flags and the
+/// environment (`--model`, `--base-url`, `LONGRUN_MODEL`, `LONGRUN_BASE_URL`) win.
+/// The key itself is never here: only the name of the variable that holds it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
     pub provider: Option<String>,
     pub name: Option<String>,
+    /// The API's base URL, e.g. `https://openrouter.ai/api/v1`.
+    pub base_url: Option<String>,
+    /// The environment variable holding the key, instead of the provider's usual one.
+    pub api_key_env: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    /// The model's context window in tokens; overrides `[harness] context_window`.
+    pub context_window: Option<u64>,
+    /// Prices in USD per million tokens, overriding the built-in table.
+    pub price_in_per_mtok: Option<f64>,
+    pub price_out_per_mtok: Option<f64>,
+    /// Price of input tokens read from the prompt cache (default: the input price).
+    pub price_cached_per_mtok: Option<f64>,
+    /// Seconds to connect (default 10).
+    pub connect_timeout_secs: Option<f64>,
+    /// Seconds to wait for the first byte of an answer (default 120).
+    pub first_byte_timeout_secs: Option<f64>,
+    /// Seconds a stream may stay silent (default 120).
+    pub idle_timeout_secs: Option<f64>,
+    /// Tries of one request, the first included (default 6).
+    pub max_tries: Option<u32>,
+    /// Backoff before the first retry, doubling each time, in seconds (default 1).
+    pub retry_base_secs: Option<f64>,
+    /// The longest backoff, in seconds (default 60).
+    pub retry_cap_secs: Option<f64>,
 }
 
 /// `[sandbox]`: the confinement profile and extra paths.
@@ -225,8 +252,9 @@ impl Config {
     }
 
     /// The file `init` commits: every setting written out with a comment.
-    pub fn render_initial(model: Option<(&str, &str)>) -> String {
-        let model = match model {
+    /// `base_url` is written when `init` was given `--base-url`.
+    pub fn render_initial(model: Option<(&str, &str)>, base_url: Option<&str>) -> String {
+        let mut model = match model {
             Some((provider, name)) => format!(
                 "provider = {}\nname = {}\n",
                 toml_string(provider),
@@ -234,6 +262,10 @@ impl Config {
             ),
             None => "# provider = \"openai\"\n# name = \"gpt-4o\"\n".to_string(),
         };
+        match base_url {
+            Some(url) => model.push_str(&format!("base_url = {}\n", toml_string(url))),
+            None => model.push_str("# base_url = \"https://openrouter.ai/api/v1\"\n"),
+        }
         crate::templates::LONGRUN_TOML.replace("{{model}}", &model)
     }
 }

@@ -87,12 +87,14 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             spec,
             dir,
             model,
+            base_url,
             quiet,
         } => {
             o::init(o::InitArgs {
                 spec,
                 dir: dir.dir,
                 model,
+                base_url,
                 quiet,
             })
             .await
@@ -102,16 +104,20 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             sessions,
             until_done,
             model,
+            base_url,
             quiet,
             max_hours,
+            max_cost,
             max_consecutive_failures,
         } => {
             let args = o::ContinueArgs {
                 sessions,
                 until_done,
                 model,
+                base_url,
                 quiet,
                 max_hours,
+                max_cost,
                 max_consecutive_failures,
                 ..o::ContinueArgs::new(dir.dir)
             };

@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::broker::{SessionEvent, WorkerReport};
-use crate::model::{ChatRequest, ChatResponse};
+use crate::model::{ChatRequest, ChatResponse, ModelErrorKind};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -32,9 +32,19 @@ pub enum Entry {
         index: u32,
         response: ChatResponse,
     },
+    /// A model request failed for good (after any retries).
     ModelError {
         index: u32,
         message: String,
+        #[serde(default)]
+        kind: ModelErrorKind,
+    },
+    /// One try of a model request failed and is tried again after `wait_ms`.
+    Retry {
+        index: u32,
+        attempt: u32,
+        reason: String,
+        wait_ms: u64,
     },
     Event {
         event: SessionEvent,

@@ -1,15 +1,25 @@
 //! Model providers: one trait, several wire formats.
 //!
-//! Only this module speaks HTTP. The session worker never sees a provider:
+//! Only this module speaks HTTP (http.rs), one file per wire format
+//! (openai.rs, anthropic.rs), with retries (retry.rs), settings and the key
+//! (settings.rs) and prices (price.rs) beside them. The session worker never sees a provider:
 //! it sends provider-neutral [`ChatRequest`]s to the orchestrator, which
 //! answers with [`ChatResponse`]s from the provider chosen by [`ModelSpec`].
 
+mod anthropic;
+mod http;
+mod openai;
+mod price;
 mod provider;
+mod retry;
 mod scripted;
+mod settings;
 mod spec;
 mod types;
 
-pub use provider::{open_provider, ModelError, Provider, RequestContext};
+pub use provider::{open_provider, ModelError, ModelErrorKind, Provider, RequestContext};
+pub use retry::RetryNote;
 pub use scripted::{ScriptedModel, ScriptedProvider};
+pub use settings::{API_KEY_ENV, BASE_URL_ENV};
 pub use spec::{ModelSpec, ProviderKind};
 pub use types::{ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage};

@@ -4,7 +4,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::anthropic::AnthropicFormat;
+use super::http::HttpProvider;
+use super::openai::OpenaiFormat;
+use super::retry::RetryNote;
+use super::settings::ProviderSettings;
 use super::{ChatRequest, ChatResponse, ModelSpec, ProviderKind, ScriptedProvider};
+use crate::config::ModelSection;
 
 /// Who is asking: the orchestrator's session number and the request's index in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,26 @@ impl ModelError {
     pub fn is_fatal(&self) -> bool {
         matches!(self, ModelError::Auth(_))
     }
+
+    /// The kind, as the worker is told it.
+    pub fn kind(&self) -> ModelErrorKind {
+        match self {
+            ModelError::Auth(_) => ModelErrorKind::Auth,
+            ModelError::ContextLength(_) => ModelErrorKind::ContextLength,
+            ModelError::Failed(_) => ModelErrorKind::Failed,
+        }
+    }
+}
+
+/// [`ModelError`]'s variant without its message, for the broker and the transcript.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelErrorKind {
+    Auth,
+    /// The worker may compact its context and ask again.
+    ContextLength,
+    #[default]
+    Failed,
 }
 
 /// A model provider. Implementations live beside this file, one per wire format.
@@ -45,12 +71,29 @@ pub trait Provider: Send + Sync {
         ctx: RequestContext,
         request: &ChatRequest,
     ) -> Result<ChatResponse, ModelError>;
+
+    /// The retries that request `ctx` needed, once it is answered (or has failed).
+    fn take_retries(&self, _ctx: RequestContext) -> Vec<RetryNote> {
+        Vec::new()
+    }
 }
 
-/// Open the provider a spec names. Reads the key from the environment when the
-/// provider needs one; the key stays inside the returned value.
-pub fn open_provider(spec: &ModelSpec) -> anyhow::Result<Arc<dyn Provider>> {
+/// Open the provider a spec names. HTTP providers resolve their settings
+/// (`--base-url` > `LONGRUN_BASE_URL` > `[model]`) and read the key from the
+/// orchestrator's environment; the key stays inside the returned value.
+pub fn open_provider(
+    spec: &ModelSpec,
+    section: &ModelSection,
+    base_url_flag: Option<&str>,
+) -> anyhow::Result<Arc<dyn Provider>> {
+    let http = |format: Box<dyn super::http::WireFormat>| -> anyhow::Result<Arc<dyn Provider>> {
+        let env = |name: &str| std::env::var(name).ok();
+        let settings = ProviderSettings::resolve(spec, section, base_url_flag, &env)?;
+        Ok(Arc::new(HttpProvider::new(spec, settings, format)?))
+    };
     match spec.kind {
         ProviderKind::Scripted => Ok(Arc::new(ScriptedProvider::load(spec)?)),
+        ProviderKind::Openai | ProviderKind::Ollama => http(Box::new(OpenaiFormat)),
+        ProviderKind::Anthropic => http(Box::new(AnthropicFormat)),
     }
 }

@@ -48,6 +48,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         spec: dir.join("SPEC.md"),
         dir: dir.clone(),
         model: None,
+        base_url: None,
         quiet: false,
     })
     .await?;

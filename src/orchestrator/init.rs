@@ -15,6 +15,7 @@ pub struct InitArgs {
     pub spec: PathBuf,
     pub dir: PathBuf,
     pub model: Option<String>,
+    pub base_url: Option<String>,
     pub quiet: bool,
 }
 
@@ -83,9 +84,12 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         Config::default()
     };
     let model = resolve_model(args.model.as_deref(), &config, &dir)?;
-    let provider = open_provider(&model)?;
+    let provider = open_provider(&model, &config.model, args.base_url.as_deref())?;
     if !prepared {
-        let text = Config::render_initial(Some((model.kind.prefix(), &model.name)));
+        let text = Config::render_initial(
+            Some((model.kind.prefix(), &model.name)),
+            args.base_url.as_deref(),
+        );
         std::fs::write(&toml_path, text)
             .with_context(|| format!("failed to write {}", toml_path.display()))?;
     }

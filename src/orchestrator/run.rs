@@ -19,9 +19,13 @@ pub struct ContinueArgs {
     pub sessions: Option<u32>,
     pub until_done: bool,
     pub model: Option<String>,
+    /// `--base-url`, over LONGRUN_BASE_URL and longrun.toml.
+    pub base_url: Option<String>,
     pub quiet: bool,
     /// Start no session once the run has lasted this long.
     pub max_hours: Option<f64>,
+    /// Start no session once the run has cost this many USD; stop the one that crosses it.
+    pub max_cost: Option<f64>,
     /// Stop after this many sessions in a row without acceptance (default from longrun.toml).
     pub max_consecutive_failures: Option<u32>,
 }
@@ -33,8 +37,10 @@ impl ContinueArgs {
             sessions: None,
             until_done: false,
             model: None,
+            base_url: None,
             quiet: false,
             max_hours: None,
+            max_cost: None,
             max_consecutive_failures: None,
         }
     }
@@ -59,7 +65,7 @@ pub fn next_feature(project: &Project, history: &History) -> anyhow::Result<Opti
 pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let project = Project::open(&args.dir)?;
     let spec = resolve_model(args.model.as_deref(), &project.config, &project.dir)?;
-    let provider = open_provider(&spec)?;
+    let provider = open_provider(&spec, &project.config.model, args.base_url.as_deref())?;
     let _lock = lock::acquire(&project.longrun_dir())?;
     let reporter = Reporter { quiet: args.quiet };
     let interrupt = Interrupt::install()?;
@@ -73,6 +79,8 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
 struct Tally {
     started: Instant,
     ran: u32,
+    /// USD the sessions of this run have cost.
+    cost_usd: f64,
     /// Reasons of the sessions in the current streak without acceptance.
     streak: Vec<String>,
 }
@@ -101,6 +109,7 @@ pub async fn run_sessions(
     let mut tally = Tally {
         started: Instant::now(),
         ran: 0,
+        cost_usd: 0.0,
         streak: Vec::new(),
     };
     loop {
@@ -116,9 +125,11 @@ pub async fn run_sessions(
             number,
             role: Role::Worker,
             feature: Some(feature),
+            cost_limit: args.max_cost.map(|max| max - tally.cost_usd),
         };
         let outcome = run_session(project, provider, plan, reporter, interrupt).await?;
         tally.ran += 1;
+        tally.cost_usd += outcome.cost_usd;
         if let Some(done) = stop_after(&outcome, interrupt) {
             return Ok(done);
         }
@@ -167,6 +178,15 @@ fn limit_reached(
             Outcome::Done
         }));
     }
+    if let Some(max) = args.max_cost {
+        if tally.cost_usd >= max {
+            reporter.line(&format!(
+                "stopping: the run has cost ${:.4}, reaching --max-cost {max}",
+                tally.cost_usd
+            ));
+            return Ok(Some(Outcome::StoppedEarly));
+        }
+    }
     if let Some(hours) = args.max_hours {
         if tally.started.elapsed() >= Duration::from_secs_f64(hours.max(0.0) * 3600.0) {
             reporter.line(&format!("stopping: the run reached --max-hours {hours}"));
@@ -188,6 +208,7 @@ pub async fn run_initializer(
         number,
         role: Role::Initializer,
         feature: None,
+        cost_limit: None,
     };
     run_session(project, provider, plan, reporter, interrupt).await
 }

@@ -27,6 +27,8 @@ pub struct SessionPlan {
     pub number: u32,
     pub role: Role,
     pub feature: Option<Feature>,
+    /// USD the session may spend before it is stopped, when the run has a `--max-cost`.
+    pub cost_limit: Option<f64>,
 }
 
 /// How it ended.
@@ -119,6 +121,7 @@ pub async fn run_session(
         env: crate::sandbox::session_env(&spec),
         wall_time: Duration::from_secs(project.config.budget.wall_time_secs),
         grace: Duration::from_secs(project.config.run.grace_secs),
+        cost_limit: plan.cost_limit,
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 
@@ -276,6 +279,17 @@ fn decide(run: &WorkerRun, wall_time_secs: u64, reasons: &mut Vec<String>) -> Ve
             );
             return Verdict::Incomplete;
         }
+        Stop::CostLimit if reasons.is_empty() => return Verdict::Accepted,
+        Stop::CostLimit => {
+            reasons.insert(
+                0,
+                format!(
+                    "budget: the run reached --max-cost during this session (which spent ${:.4}); the worker was stopped",
+                    run.cost_usd
+                ),
+            );
+            return Verdict::Incomplete;
+        }
         Stop::Exited => {}
     }
     if reasons.is_empty() {
@@ -348,7 +362,15 @@ fn worker_config(
         feature,
         sandbox,
         budget: project.config.budget.clone(),
-        harness: project.config.harness.clone(),
+        harness: crate::session::HarnessSettings {
+            // The model's own window, when [model] names it, is what the harness must fit.
+            context_window: project
+                .config
+                .model
+                .context_window
+                .unwrap_or(project.config.harness.context_window),
+            ..project.config.harness.clone()
+        },
         checks: project.config.checks.commands.clone(),
         check_timeout_secs: project.config.checks.timeout_secs,
         protected: project.config.run.protected.clone(),

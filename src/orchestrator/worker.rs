@@ -34,6 +34,8 @@ pub enum Stop {
     GraceOver,
     /// Interrupted twice: stopped at once.
     Interrupted,
+    /// The run's cost reached `--max-cost` during this session.
+    CostLimit,
 }
 
 /// What came of serving the worker.
@@ -61,6 +63,8 @@ pub struct Launch<'a> {
     pub env: Vec<(String, String)>,
     pub wall_time: Duration,
     pub grace: Duration,
+    /// USD this session may spend before it is stopped (what `--max-cost` leaves).
+    pub cost_limit: Option<f64>,
 }
 
 /// Start the worker and serve it until it exits or is stopped.
@@ -129,7 +133,16 @@ pub async fn serve(
                     session: launch.number,
                     request_index: index,
                 };
-                let result = match stops.race(provider.complete(ctx, &request)).await {
+                let result = stops.race(provider.complete(ctx, &request)).await;
+                for note in provider.take_retries(ctx) {
+                    transcript.append(&Entry::Retry {
+                        index,
+                        attempt: note.attempt,
+                        reason: note.reason,
+                        wait_ms: note.wait_ms,
+                    })?;
+                }
+                let result = match result {
                     Ok(r) => r,
                     Err(stop) => {
                         run.stop = stop;
@@ -137,6 +150,10 @@ pub async fn serve(
                     }
                 };
                 let answer = answer(result, index, &mut run, transcript, stops.take_notice())?;
+                if launch.cost_limit.is_some_and(|limit| run.cost_usd >= limit) {
+                    run.stop = Stop::CostLimit;
+                    break;
+                }
                 super::failpoint::hit("agent-loop", launch.number);
                 let mut out = serde_json::to_vec(&answer)?;
                 out.push(b'\n');
@@ -205,6 +222,7 @@ fn answer(
             transcript.append(&Entry::ModelError {
                 index,
                 message: e.to_string(),
+                kind: e.kind(),
             })?;
             if e.is_fatal() {
                 run.fatal = Some(e.to_string());
@@ -212,6 +230,7 @@ fn answer(
             Ok(OrchestratorMessage::ModelError {
                 fatal: e.is_fatal(),
                 message: e.to_string(),
+                kind: e.kind(),
             })
         }
     }

@@ -142,6 +142,8 @@ impl SessionView {
                     turn.model_error = Some(message.clone());
                 }
             }
+            // Retries are in the transcript and the log; the turn shows the final answer.
+            Entry::Retry { .. } => {}
             Entry::Event { event } => self.add_event(event),
             Entry::WorkerFinished { report, exit } => {
                 self.worker = Some(WorkerEnd {
