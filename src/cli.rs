@@ -68,8 +68,11 @@ pub enum Command {
         #[arg(long, value_name = "USD")]
         max_cost: Option<f64>,
         /// No live progress display: one plain line per event (the default when stdout is not a terminal).
-        #[arg(long, short)]
+        #[arg(long, short, conflicts_with = "json")]
         quiet: bool,
+        /// Print one JSON object per event, one a line, for scripts.
+        #[arg(long)]
+        json: bool,
         /// Start no new session once the run has lasted H hours.
         #[arg(long, value_name = "H")]
         max_hours: Option<f64>,

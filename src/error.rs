@@ -31,23 +31,43 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn exit_code(self) -> ExitCode {
+        ExitCode::from(self.code())
+    }
+
+    /// The exit code as a number, for `--json` output.
+    pub fn code(self) -> u8 {
         match self {
-            Outcome::Done => ExitCode::from(0),
-            Outcome::RunFailed => ExitCode::from(1),
-            Outcome::StoppedEarly => ExitCode::from(3),
-            Outcome::Interrupted => ExitCode::from(130),
+            Outcome::Done => 0,
+            Outcome::RunFailed => 1,
+            Outcome::StoppedEarly => 3,
+            Outcome::Interrupted => 130,
+        }
+    }
+
+    /// The outcome as `--json` output names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::RunFailed => "run_failed",
+            Outcome::StoppedEarly => "stopped_early",
+            Outcome::Interrupted => "interrupted",
         }
     }
 }
 
 /// The exit code for an error: 2 when its chain holds a [`BadInput`], else 1.
 pub fn exit_code_for(err: &anyhow::Error) -> ExitCode {
+    ExitCode::from(code_for(err))
+}
+
+/// [`exit_code_for`] as a number.
+pub fn code_for(err: &anyhow::Error) -> u8 {
     if err
         .chain()
         .any(|cause| cause.downcast_ref::<BadInput>().is_some())
     {
-        ExitCode::from(2)
+        2
     } else {
-        ExitCode::from(1)
+        1
     }
 }

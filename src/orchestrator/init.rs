@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::run::{run_initializer, Interrupt};
-use super::{resolve_model, Project, Reporter, Verdict};
+use super::{resolve_model, Mode, Project, Reporter, Verdict};
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
 use crate::model::open_provider;
@@ -102,7 +102,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
 
     let project = Project::open(&dir)?;
     let _lock = early_lock;
-    let reporter = Reporter { quiet: args.quiet };
+    let reporter = Reporter::new(Mode::pick(args.quiet, false));
     let interrupt = Interrupt::install()?;
     let outcome = run_initializer(&project, &provider, &reporter, &interrupt).await?;
     if interrupt.is_set() {

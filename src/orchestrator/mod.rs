@@ -26,7 +26,7 @@ pub use demo::{demo, DemoArgs};
 pub use history::{FeatureStats, History, SessionRow};
 pub use init::{init, InitArgs};
 pub use project::{resolve_model, Project};
-pub use reporter::Reporter;
+pub use reporter::{Mode, Reporter};
 pub use run::{continue_run, ContinueArgs};
 pub use status::{log, status};
 pub use verdict::Verdict;

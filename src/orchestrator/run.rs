@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::session::{next_number, run_session, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
-use super::{lock, recover, resolve_model, History, Project, Reporter, Verdict};
+use super::{lock, recover, resolve_model, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
 use crate::model::{open_provider, Provider};
@@ -22,6 +22,8 @@ pub struct ContinueArgs {
     /// `--base-url`, over LONGRUN_BASE_URL and longrun.toml.
     pub base_url: Option<String>,
     pub quiet: bool,
+    /// Report one JSON object per event on stdout.
+    pub json: bool,
     /// Start no session once the run has lasted this long.
     pub max_hours: Option<f64>,
     /// Start no session once the run has cost this many USD; stop the one that crosses it.
@@ -39,9 +41,22 @@ impl ContinueArgs {
             model: None,
             base_url: None,
             quiet: false,
+            json: false,
             max_hours: None,
             max_cost: None,
             max_consecutive_failures: None,
+        }
+    }
+}
+
+impl ContinueArgs {
+    /// How many worker sessions were asked for: `--sessions`, else one, else
+    /// (with `--until-done`) no limit.
+    pub fn asked_sessions(&self) -> Option<u32> {
+        match (self.sessions, self.until_done) {
+            (Some(n), _) => Some(n),
+            (None, true) => None,
+            (None, false) => Some(1),
         }
     }
 }
@@ -67,12 +82,19 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let spec = resolve_model(args.model.as_deref(), &project.config, &project.dir)?;
     let provider = open_provider(&spec, &project.config.model, args.base_url.as_deref())?;
     let _lock = lock::acquire(&project.longrun_dir())?;
-    let reporter = Reporter { quiet: args.quiet };
+    let reporter = Reporter::new(Mode::pick(args.quiet, args.json)).planning(args.asked_sessions());
     let interrupt = Interrupt::install()?;
     recover::recover_all(&project, &reporter)?;
     // A stop asked for before this run started is not for this run.
     let _ = std::fs::remove_file(stop_file(&project));
-    run_sessions(&project, &provider, &args, &reporter, &interrupt).await
+    let result = run_sessions(&project, &provider, &args, &reporter, &interrupt).await;
+    let (passing, total) = project
+        .features()
+        .ok()
+        .flatten()
+        .map_or((0, 0), |l| (l.passing(), l.features.len()));
+    reporter.run_finished(&result, passing, total);
+    result
 }
 
 /// Counts what the run has done, for its limits.
@@ -166,12 +188,7 @@ fn limit_reached(
         reporter.line("stopping: `longrun stop` was asked for");
         return Ok(Some(Outcome::StoppedEarly));
     }
-    let asked = match (args.sessions, args.until_done) {
-        (Some(n), _) => Some(n),
-        (None, true) => None,
-        (None, false) => Some(1),
-    };
-    if asked.is_some_and(|n| tally.ran >= n) {
+    if args.asked_sessions().is_some_and(|n| tally.ran >= n) {
         return Ok(Some(if args.until_done {
             Outcome::StoppedEarly
         } else {

@@ -188,7 +188,7 @@ pub async fn run_session(
         reasons: reasons.clone(),
         commit: commit.to_string(),
     })?;
-    reporter.verdict(plan.number, verdict.as_str(), &reasons);
+    reporter.verdict(plan.number, verdict.as_str(), &reasons, &commit.to_string());
     let _ = std::fs::remove_dir_all(dir.join("verify"));
     Ok(SessionOutcome {
         number: plan.number,

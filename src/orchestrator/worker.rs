@@ -150,6 +150,7 @@ pub async fn serve(
                     }
                 };
                 let answer = answer(result, index, &mut run, transcript, stops.take_notice())?;
+                reporter.model_usage(launch.number, run.usage, run.cost_usd);
                 if launch.cost_limit.is_some_and(|limit| run.cost_usd >= limit) {
                     run.stop = Stop::CostLimit;
                     break;

@@ -22,6 +22,8 @@ pub struct SessionView {
     pub notices: Vec<String>,
     pub turns: Vec<Turn>,
     pub worker: Option<WorkerEnd>,
+    /// What the worker process itself used, as it reported.
+    pub worker_stats: Option<WorkerStats>,
     /// The orchestrator's own checks, run in a fresh checkout after the worker exited.
     pub checks: Vec<Check>,
     pub verdict: Option<VerdictView>,
@@ -74,6 +76,13 @@ pub struct Check {
 pub struct WorkerEnd {
     pub report: Option<WorkerReport>,
     pub exit: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerStats {
+    pub peak_rss_kib: u64,
+    pub harness_micros: u64,
+    pub steps: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]

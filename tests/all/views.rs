@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-/// A project with an accepted initializer, a rejected session on `f1` (its
-/// check fails) and an accepted one on `f1`.
-fn built_project() -> Env {
+/// A project with an accepted initializer whose model will reject session 2
+/// on `f1` (its check fails) and accept session 3.
+fn initialized_project() -> Env {
     let env = Env::new();
     let list = features(&[
         ("f1", false, "test -f a.txt"),
@@ -26,6 +26,12 @@ fn built_project() -> Env {
     }));
     let out = env.init("# Spec\nTwo files.\n", &model);
     assert!(out.status.success(), "{}", text(&out));
+    env
+}
+
+/// [`initialized_project`] after sessions 2 (rejected) and 3 (accepted).
+fn built_project() -> Env {
+    let env = initialized_project();
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
     assert!(out.status.success(), "{}", text(&out));
     env
@@ -241,4 +247,166 @@ fn status_reads_without_creating_a_log() {
     std::fs::remove_file(env.project().join(".longrun/longrun.log")).unwrap();
     run_ok(&env, &["status", "--dir", &env.dir_arg()]);
     assert!(!Path::new(&env.project().join(".longrun/longrun.log")).exists());
+}
+
+#[test]
+fn continue_json_prints_one_event_per_line() {
+    let env = initialized_project();
+    let out = run_ok(
+        &env,
+        &[
+            "continue",
+            "--dir",
+            &env.dir_arg(),
+            "--sessions",
+            "2",
+            "--json",
+        ],
+    );
+    let events: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"session_started"), "{types:?}");
+    assert_eq!(types.last(), Some(&"run_finished"), "{types:?}");
+    for t in ["tool_call", "check_result", "verdict"] {
+        assert!(types.contains(&t), "no {t} in {types:?}");
+    }
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "session_started")
+        .collect();
+    assert_eq!(started[1]["session"], 3);
+    assert_eq!(
+        (started[1]["index"].clone(), started[1]["of"].clone()),
+        (json!(2), json!(2))
+    );
+    let verdicts: Vec<&Value> = events.iter().filter(|e| e["type"] == "verdict").collect();
+    assert_eq!(verdicts[0]["verdict"], "rejected");
+    assert!(verdicts[0]["reasons"][0].as_str().unwrap().contains("f1"));
+    assert_eq!(verdicts[1]["verdict"], "accepted");
+    assert_eq!(verdicts[1]["tokens_in"], 3000);
+    assert_eq!(verdicts[1]["tokens_out"], 150);
+    assert_eq!(verdicts[1]["commit"], env.log_json()[2]["commit"]);
+    let verify = events
+        .iter()
+        .find(|e| e["type"] == "check_result" && e["phase"] == "verify")
+        .expect("a verify check");
+    assert_eq!(verify["session"], 2);
+    let end = events.last().unwrap();
+    assert_eq!(end["outcome"], "done");
+    assert_eq!(end["exit_code"], 0);
+    assert_eq!(
+        (end["sessions"].clone(), end["accepted"].clone()),
+        (json!(2), json!(1))
+    );
+    assert_eq!(
+        (end["passing"].clone(), end["total"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(end["tokens_in"], 6000);
+}
+
+#[test]
+fn continue_json_reports_the_outcome_of_a_stopped_run() {
+    let env = initialized_project();
+    let dir = env.dir_arg();
+    let model = env.model(json!({"*": []}));
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &dir,
+        "--model",
+        &model,
+        "--until-done",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["outcome"], "stopped_early");
+    assert_eq!(last["exit_code"], 3);
+    let out = env.run(&["continue", "--dir", &dir, "--json", "--quiet"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--json and --quiet conflict: {}",
+        text(&out)
+    );
+}
+
+/// Run longrun with stdout on a pseudo-terminal; returns what the terminal got.
+fn on_terminal(env: &Env, args: &[&str]) -> String {
+    use std::io::Read;
+    let size = nix::pty::Winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let mut child = env
+        .longrun()
+        .args(args)
+        .env("TERM", "xterm-256color")
+        .stdout(std::process::Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let mut bytes = Vec::new();
+    // Reading ends with EIO once the child closed its side.
+    let _ = master.read_to_end(&mut bytes);
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn a_terminal_gets_a_live_status_and_the_verdicts() {
+    let env = initialized_project();
+    let screen = on_terminal(
+        &env,
+        &["continue", "--dir", &env.dir_arg(), "--sessions", "2"],
+    );
+    assert!(
+        screen.contains("session 2 (1 of 2) · f1 · step"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("session 3 (2 of 2) · f1 · step"),
+        "{screen}"
+    );
+    assert!(screen.contains("3.0k in / 150 out tokens"), "{screen}");
+    assert!(
+        screen.contains("write_file"),
+        "the last tool call shows: {screen}"
+    );
+    assert!(
+        screen.contains("\x1b["),
+        "the status redraws with escape codes"
+    );
+    assert!(
+        screen.contains("session 3 · f1 · \x1b[1maccepted"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("run done: 2 sessions (1 accepted), 1/2 features passing"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn quiet_on_a_terminal_prints_plain_lines() {
+    let env = initialized_project();
+    let screen = on_terminal(&env, &["continue", "--dir", &env.dir_arg(), "--quiet"]);
+    assert!(
+        screen.contains("session 2 (worker, f1): started\r\n"),
+        "{screen}"
+    );
+    assert!(screen.contains("  step 1: write_file"), "{screen}");
+    assert!(!screen.contains("\x1b["), "no escape codes: {screen:?}");
 }

@@ -1,0 +1,258 @@
+//! What a run reports while it goes, as one event type with two plain
+//! renderings: a JSON object a line (`continue --json`, for scripts) and a
+//! plain text line (when stdout is not a terminal, or with `--quiet`).
+
+use serde::Serialize;
+
+use super::text::{duration, tokens};
+
+/// One thing that happened during a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    SessionStarted {
+        session: u32,
+        role: String,
+        feature: Option<String>,
+        /// This run's worker sessions, counted from 1 (absent for the initializer).
+        index: Option<u32>,
+        /// How many worker sessions this run was asked for, when it was.
+        of: Option<u32>,
+    },
+    InitScript {
+        session: u32,
+        exit_code: Option<i32>,
+    },
+    ToolCall {
+        session: u32,
+        step: u32,
+        name: String,
+        summary: String,
+        is_error: bool,
+    },
+    Notice {
+        session: u32,
+        text: String,
+    },
+    /// The loop detector fired; `ending` when it ends the session.
+    LoopDetected {
+        session: u32,
+        what: String,
+        ending: bool,
+    },
+    /// The context was compacted into a handoff summary (estimated tokens).
+    Compacted {
+        session: u32,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// A check: `phase` is `session` (the harness, inside the session) or
+    /// `verify` (the orchestrator, in a fresh checkout afterwards).
+    CheckResult {
+        session: u32,
+        phase: CheckPhase,
+        name: String,
+        passed: bool,
+    },
+    Verdict {
+        session: u32,
+        feature: Option<String>,
+        verdict: String,
+        reasons: Vec<String>,
+        commit: String,
+        tokens_in: u64,
+        tokens_out: u64,
+        cost_usd: f64,
+        elapsed_s: u64,
+    },
+    /// A line the run says that belongs to no session (stopping, what is stuck).
+    Message {
+        text: String,
+    },
+    RunFinished {
+        outcome: String,
+        exit_code: u8,
+        sessions: u32,
+        accepted: u32,
+        passing: usize,
+        total: usize,
+        tokens_in: u64,
+        tokens_out: u64,
+        cost_usd: f64,
+        elapsed_s: u64,
+        /// Set when the run ended with an error rather than an outcome.
+        error: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckPhase {
+    Session,
+    Verify,
+}
+
+impl RunEvent {
+    /// The event as one line of JSON.
+    pub fn json_line(&self) -> String {
+        // Serializing plain data to a String cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The event as plain text lines, for logs and pipes.
+    pub fn plain_lines(&self) -> Vec<String> {
+        match self {
+            RunEvent::SessionStarted {
+                session,
+                role,
+                feature,
+                ..
+            } => vec![match feature {
+                Some(f) => format!("session {session} ({role}, {f}): started"),
+                None => format!("session {session} ({role}): started"),
+            }],
+            RunEvent::InitScript { exit_code, .. } => vec![format!(
+                "  init.sh: {}",
+                exit_code
+                    .map(|c| format!("exit {c}"))
+                    .unwrap_or_else(|| "killed".into())
+            )],
+            RunEvent::ToolCall {
+                step,
+                name,
+                summary,
+                is_error,
+                ..
+            } => vec![format!(
+                "  step {step}: {name} {summary}{}",
+                if *is_error { "  [error]" } else { "" }
+            )],
+            RunEvent::Notice { text, .. } => vec![format!("  {text}")],
+            RunEvent::LoopDetected { what, ending, .. } => vec![format!(
+                "  loop detected: {what}{}",
+                if *ending { " (ending the session)" } else { "" }
+            )],
+            RunEvent::Compacted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => vec![format!(
+                "  context compacted: ~{tokens_before} -> ~{tokens_after} tokens"
+            )],
+            RunEvent::CheckResult {
+                phase,
+                name,
+                passed,
+                ..
+            } => vec![match phase {
+                CheckPhase::Session => {
+                    format!(
+                        "  check {name}: {}",
+                        if *passed { "passed" } else { "failed" }
+                    )
+                }
+                CheckPhase::Verify => {
+                    format!(
+                        "  verify {name}: {}",
+                        if *passed { "passed" } else { "FAILED" }
+                    )
+                }
+            }],
+            RunEvent::Verdict {
+                session,
+                verdict,
+                reasons,
+                tokens_in,
+                tokens_out,
+                cost_usd,
+                elapsed_s,
+                ..
+            } => {
+                let mut lines = vec![format!(
+                    "session {session}: {verdict} ({} in / {} out tokens, ${cost_usd:.4}, {})",
+                    tokens(*tokens_in),
+                    tokens(*tokens_out),
+                    duration(*elapsed_s)
+                )];
+                lines.extend(reasons.iter().map(|r| format!("  - {r}")));
+                lines
+            }
+            RunEvent::Message { text } => vec![text.clone()],
+            RunEvent::RunFinished { .. } => vec![self.summary()],
+        }
+    }
+
+    /// The one-line account of a finished run; empty for other events.
+    pub fn summary(&self) -> String {
+        let RunEvent::RunFinished {
+            outcome,
+            sessions,
+            accepted,
+            passing,
+            total,
+            tokens_in,
+            tokens_out,
+            cost_usd,
+            elapsed_s,
+            error,
+            ..
+        } = self
+        else {
+            return String::new();
+        };
+        let how = match error {
+            Some(_) => "failed".to_string(),
+            None => outcome.replace('_', " "),
+        };
+        format!(
+            "run {how}: {sessions} sessions ({accepted} accepted), {passing}/{total} features passing, \
+             {} in / {} out tokens, ${cost_usd:.4}, {}",
+            tokens(*tokens_in),
+            tokens(*tokens_out),
+            duration(*elapsed_s)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_carry_their_type() {
+        let e = RunEvent::ToolCall {
+            session: 2,
+            step: 1,
+            name: "bash".into(),
+            summary: "ls".into(),
+            is_error: false,
+        };
+        assert_eq!(
+            e.json_line(),
+            r#"{"type":"tool_call","session":2,"step":1,"name":"bash","summary":"ls","is_error":false}"#
+        );
+        assert_eq!(e.plain_lines(), ["  step 1: bash ls"]);
+    }
+
+    #[test]
+    fn a_verdict_reads_with_its_usage_and_reasons() {
+        let e = RunEvent::Verdict {
+            session: 3,
+            feature: Some("f1".into()),
+            verdict: "rejected".into(),
+            reasons: vec!["check failed".into()],
+            commit: "abc".into(),
+            tokens_in: 12_345,
+            tokens_out: 150,
+            cost_usd: 0.5,
+            elapsed_s: 65,
+        };
+        assert_eq!(
+            e.plain_lines(),
+            [
+                "session 3: rejected (12.3k in / 150 out tokens, $0.5000, 1m05s)",
+                "  - check failed"
+            ]
+        );
+    }
+}
