@@ -182,7 +182,10 @@ impl Reporter {
             SessionEvent::WorkerStats { .. } => return,
             SessionEvent::Sandbox { enforcement } => match enforcement.warnings.as_slice() {
                 [] => return,
-                warnings => format!("  sandbox: not enforced: {}", warnings.join("; ")),
+                warnings => RunEvent::Notice {
+                    session: number,
+                    text: format!("sandbox: not enforced: {}", warnings.join("; ")),
+                },
             },
         };
         self.emit(&run_event);

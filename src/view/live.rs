@@ -135,9 +135,7 @@ fn permanent_lines(event: &RunEvent) -> Vec<String> {
         RunEvent::CheckResult { passed: false, .. }
         | RunEvent::Notice { .. }
         | RunEvent::LoopDetected { .. }
-        | RunEvent::Compacted { .. } => {
-            event.plain_lines()
-        }
+        | RunEvent::Compacted { .. } => event.plain_lines(),
         RunEvent::Message { text } => vec![text.clone()],
         RunEvent::RunFinished { .. } => vec![style(event.summary()).bold().to_string()],
         _ => Vec::new(),

@@ -225,7 +225,17 @@ impl SessionView {
             } => self.add_notice(format!(
                 "context compacted: ~{tokens_before} -> ~{tokens_after} tokens"
             )),
-            SessionEvent::WorkerStats { .. } => {}
+            SessionEvent::WorkerStats {
+                peak_rss_kib,
+                harness_micros,
+                steps,
+            } => {
+                self.worker_stats = Some(WorkerStats {
+                    peak_rss_kib: *peak_rss_kib,
+                    harness_micros: *harness_micros,
+                    steps: *steps,
+                })
+            }
             // The layers are in the verdict's trailers; only gaps are worth a notice.
             SessionEvent::Sandbox { enforcement } => {
                 for w in &enforcement.warnings {

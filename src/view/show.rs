@@ -245,6 +245,13 @@ fn render_end(view: &SessionView) -> Vec<String> {
         }
         None => out.push("worker    still running, or stopped before it finished".into()),
     }
+    if let Some(s) = &view.worker_stats {
+        out.push(format!(
+            "          peak memory {} KiB, {:.1} ms in the harness",
+            s.peak_rss_kib,
+            s.harness_micros as f64 / 1000.0
+        ));
+    }
     for c in &view.checks {
         out.extend(render_check("verify", c));
     }

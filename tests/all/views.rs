@@ -58,6 +58,10 @@ fn stable(env: &Env) -> insta::Settings {
     s.add_filter(r"\b[0-9a-f]{7,8}\b", "[ID]");
     s.add_filter(r"\b\d+(\.\d+)?s\b", "[DUR]");
     s.add_filter(r"\b\d+m\d\ds\b", "[DUR]");
+    s.add_filter(
+        r"peak memory \d+ KiB, \d+\.\d ms",
+        "peak memory [KIB], [MS]",
+    );
     s
 }
 
@@ -305,7 +309,14 @@ fn continue_json_prints_one_event_per_line() {
         (end["passing"].clone(), end["total"].clone()),
         (json!(1), json!(2))
     );
-    assert_eq!(end["tokens_in"], 6000);
+    let sum: u64 = verdicts
+        .iter()
+        .map(|v| v["tokens_in"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        end["tokens_in"], sum,
+        "the run's total is its sessions' sum"
+    );
 }
 
 #[test]
