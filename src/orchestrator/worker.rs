@@ -155,7 +155,9 @@ pub async fn serve(
                     run.stop = Stop::CostLimit;
                     break;
                 }
-                super::failpoint::hit("agent-loop", launch.number);
+                if index >= 1 {
+                    super::failpoint::hit("agent-loop", launch.number);
+                }
                 let mut out = serde_json::to_vec(&answer)?;
                 out.push(b'\n');
                 if write.write_all(&out).await.is_err() {

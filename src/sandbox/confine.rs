@@ -1,5 +1,6 @@
 //! Applying confinement in a fresh process, before any thread exists, in
-//! this order: own session and PDEATHSIG; resource limits (and the network
+//! this order: own session and PDEATHSIG, then a PID namespace of its own
+//! (sandbox/lifetime.rs); resource limits (and the network
 //! namespace, which needs the capabilities about to go); drop every
 //! capability; no_new_privs; seccomp; Landlock; close inherited descriptors.
 //! Then check what the kernel enforced and refuse when the profile asks for
@@ -36,6 +37,7 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
         warnings: Vec::new(),
     };
     e.layers.push(new_session()?);
+    e.layers.push(super::bind_to_parent()?);
     let limits = limits::apply(&profile.limits)?;
     e.layers.push(limits.layer);
     e.warnings.extend(limits.warnings);

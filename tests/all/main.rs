@@ -6,6 +6,7 @@
 mod common;
 
 mod e2e;
+mod resume;
 mod sandbox;
 mod session;
 mod tools;

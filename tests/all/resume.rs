@@ -1,0 +1,509 @@
+//! Runs that survive the night: the lock, signals, crash recovery, stuck
+//! features, regressions and run limits, each through the real binary.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+const SPEC: &str = "# Files\nMake a.txt, b.txt and c.txt.\n";
+
+fn three() -> String {
+    features(&[
+        ("a", false, "test -f a.txt"),
+        ("b", false, "test -f b.txt"),
+        ("c", false, "test -f c.txt"),
+    ])
+}
+
+/// features.json with the given ids passing.
+fn passing(ids: &[&str]) -> String {
+    let all = [
+        ("a", "test -f a.txt"),
+        ("b", "test -f b.txt"),
+        ("c", "test -f c.txt"),
+    ];
+    let items: Vec<(&str, bool, &str)> = all
+        .iter()
+        .map(|(id, c)| (*id, ids.contains(id), *c))
+        .collect();
+    features(&items)
+}
+
+/// A worker session that creates `file`, flips `ids` and commits; `first` runs before.
+fn worker_with(first: Vec<Value>, file: &str, ids: &[&str]) -> Value {
+    let mut turns = first;
+    turns.push(turn(vec![
+        write_file(file, "x\n"),
+        write_file("features.json", &passing(ids)),
+    ]));
+    turns.push(turn(vec![bash("git add -A && git commit -qm work")]));
+    turns.push(done("done"));
+    Value::Array(turns)
+}
+
+/// An initialized project whose later sessions follow `sessions` (keys "2", "3", ..., "*").
+fn project(sessions: Value, toml_extra: &str) -> Env {
+    let env = Env::new();
+    let mut all = json!({ "1": initializer(&three()) });
+    for (k, v) in sessions.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    let model = env.model(all);
+    if !toml_extra.is_empty() {
+        let toml = format!(
+            "[model]\nprovider = \"scripted\"\nname = \"{}\"\n\n{toml_extra}",
+            model.trim_start_matches("scripted:")
+        );
+        std::fs::create_dir_all(env.project()).unwrap();
+        std::fs::write(env.project().join("longrun.toml"), toml).unwrap();
+    }
+    let out = env.init(SPEC, &model);
+    assert!(out.status.success(), "{}", text(&out));
+    env
+}
+
+fn spawn(env: &Env, args: &[&str]) -> Child {
+    env.longrun()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until `cond` holds, or fail after `secs`.
+fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn session_file(env: &Env, n: u32, name: &str) -> std::path::PathBuf {
+    env.project()
+        .join(format!(".longrun/sessions/{n:04}/{name}"))
+}
+
+/// Wait until session `n`'s worker is running a tool call numbered `step` or later.
+fn wait_for_step(env: &Env, n: u32, step: u64) {
+    let path = session_file(env, n, "transcript.jsonl");
+    wait_until(30, "the session to reach its tool call", || {
+        std::fs::read_to_string(&path)
+            .map(|t| {
+                t.lines()
+                    .filter(|l| l.contains("\"type\":\"request\""))
+                    .count() as u64
+                    > step
+            })
+            .unwrap_or(false)
+    });
+}
+
+fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+}
+
+fn verdicts(env: &Env) -> Vec<(u64, String)> {
+    env.log_json()
+        .iter()
+        .map(|s| {
+            (
+                s["session"].as_u64().unwrap(),
+                s["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_run_is_refused_naming_the_pid_that_holds_the_lock() {
+    let env = project(
+        json!({ "2": worker_with(vec![turn(vec![bash("sleep 3")])], "a.txt", &["a"]) }),
+        "",
+    );
+    let mut first = spawn(&env, &["continue", "--dir", &env.dir_arg()]);
+    wait_for_step(&env, 2, 0);
+    let second = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    assert!(
+        stderr(&second).contains(&format!("pid {}", first.id())),
+        "{}",
+        text(&second)
+    );
+    assert!(first.wait().unwrap().success());
+    assert_eq!(
+        verdicts(&env),
+        [(1, "accepted".into()), (2, "accepted".into())]
+    );
+}
+
+#[test]
+fn a_stale_lock_is_taken_over_with_a_notice() {
+    let env = project(json!({ "2": worker_with(vec![], "a.txt", &["a"]) }), "");
+    let lock = env.project().join(".longrun/lock");
+    std::fs::write(
+        &lock,
+        r#"{"pid": 4194000, "started": "2026-01-01T00:00:00Z", "host": "gone"}"#,
+    )
+    .unwrap();
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("stale lock left by pid 4194000"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn the_first_signal_lets_the_session_commit_and_starts_no_new_one() {
+    let env = project(
+        json!({ "2": worker_with(vec![turn(vec![bash("sleep 2")])], "a.txt", &["a"]), "*": worker_with(vec![], "b.txt", &["a", "b"]) }),
+        "[run]\ngrace_secs = 30\n",
+    );
+    let child = spawn(
+        &env,
+        &["continue", "--dir", &env.dir_arg(), "--sessions", "3"],
+    );
+    wait_for_step(&env, 2, 0);
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(
+        verdicts(&env),
+        [(1, "accepted".into()), (2, "accepted".into())],
+        "no new session may start"
+    );
+    let told = env
+        .requests(2)
+        .iter()
+        .any(|r| r.to_string().contains("Stop now: the run was interrupted"));
+    assert!(told, "the model was never told to stop");
+}
+
+#[test]
+fn a_second_signal_stops_the_session_at_once_and_keeps_its_work() {
+    let env = project(
+        json!({ "2": [turn(vec![write_file("wip.txt", "half done\n")]), turn(vec![bash("sleep 60")]), done("never")] }),
+        "",
+    );
+    let child = spawn(&env, &["continue", "--dir", &env.dir_arg()]);
+    wait_for_step(&env, 2, 1);
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let log = env.log_json();
+    assert_eq!(log[1]["verdict"], "interrupted", "{:#}", log[1]);
+    assert_eq!(
+        env.git(&["show", "refs/longrun/sessions/0002:wip.txt"]),
+        "half done\n"
+    );
+}
+
+/// Pids of every process whose session id is `sid`.
+fn in_session(sid: i32) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // State Z processes are gone already; only living ones count.
+        if fields[3].parse::<i32>() == Ok(sid) && fields[0] != "Z" {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn kill_9_of_the_orchestrator_ends_the_worker_and_its_tools() {
+    let env = project(
+        json!({ "2": [turn(vec![bash("sleep 300 & sleep 300; wait")]), done("never")] }),
+        "",
+    );
+    let mut child = spawn(&env, &["continue", "--dir", &env.dir_arg()]);
+    wait_for_step(&env, 2, 0);
+    let pid_file = session_file(&env, 2, "worker.pid");
+    let worker: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(10, "the tool's processes", || in_session(worker).len() >= 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_until(10, "every process of the session to end", || {
+        in_session(worker).is_empty()
+    });
+}
+
+#[test]
+fn kill_9_mid_session_is_recovered_by_the_next_continue() {
+    let env = project(
+        json!({ "2": [turn(vec![write_file("wip.txt", "w\n")]), turn(vec![bash("true")]), done("x")], "*": worker_with(vec![], "a.txt", &["a"]) }),
+        "",
+    );
+    let out = env
+        .longrun()
+        .args(["continue", "--dir", &env.dir_arg()])
+        .env("LONGRUN_FAILPOINT", "agent-loop:2")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "the failpoint should have killed it: {}",
+        text(&out)
+    );
+    let status = env.run(&["status", "--dir", &env.dir_arg()]);
+    assert!(
+        stdout(&status).contains("session 2 has no verdict"),
+        "{}",
+        text(&status)
+    );
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        verdicts(&env),
+        [
+            (1, "accepted".into()),
+            (2, "interrupted".into()),
+            (3, "accepted".into())
+        ]
+    );
+    assert_eq!(
+        env.git(&["show", "refs/longrun/sessions/0002:wip.txt"]),
+        "w\n"
+    );
+    assert_eq!(
+        env.log_json()[2]["feature"],
+        "a",
+        "the interrupted feature is tried again"
+    );
+    // The retry was told where the interrupted work is.
+    let first = env.requests(3)[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(first.contains("refs/longrun/sessions/0002"), "{first}");
+    env.git(&["fsck", "--no-progress"]);
+}
+
+#[test]
+fn randomized_kill_9_at_every_phase_loses_nothing() {
+    use rand::{Rng, SeedableRng};
+    let seed: u64 = std::env::var("LONGRUN_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("seed {seed} (set LONGRUN_TEST_SEED to replay)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let phases = ["before-clone", "agent-loop", "verification", "after-record"];
+    for trial in 0..20 {
+        let phase = phases[rng.random_range(0..phases.len())];
+        let session = rng.random_range(2..=4u32);
+        let ctx = format!("trial {trial} (seed {seed}): kill at {phase}:{session}");
+        let env = project(
+            json!({ "*": [
+                turn(vec![bash("for f in a b c; do grep -q \"\\\"$f\\\"\" done.list 2>/dev/null || { echo \\\"$f\\\" >> done.list; touch $f.txt; break; }; done")]),
+                turn(vec![bash("python3 -c \"import json;d=json.load(open('features.json'));[f.update(passes=True) for f in d['features'] if f['id']+'.txt' in __import__('os').listdir('.') and not f['passes']][:1];json.dump(d,open('features.json','w'),indent=2)\"")]),
+                turn(vec![bash("git add -A && git commit -qm work")]),
+                done("done"),
+            ] }),
+            "",
+        );
+        let crashed = env
+            .longrun()
+            .args(["continue", "--dir", &env.dir_arg(), "--until-done"])
+            .env("LONGRUN_FAILPOINT", format!("{phase}:{session}"))
+            .output()
+            .unwrap();
+        assert_eq!(crashed.status.code(), None, "{ctx}: {}", text(&crashed));
+        let accepted_before: Vec<u64> = env
+            .log_json()
+            .iter()
+            .filter(|s| s["verdict"] == "accepted")
+            .map(|s| s["session"].as_u64().unwrap())
+            .collect();
+        let out = env.run(&["continue", "--dir", &env.dir_arg(), "--until-done"]);
+        assert!(out.status.success(), "{ctx}: {}", text(&out));
+        let log = env.log_json();
+        let numbers: Vec<u64> = log.iter().map(|s| s["session"].as_u64().unwrap()).collect();
+        let mut sorted = numbers.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            numbers, sorted,
+            "{ctx}: session numbers repeat or go back: {numbers:?}"
+        );
+        for n in &accepted_before {
+            assert!(
+                log.iter()
+                    .any(|s| s["session"] == *n && s["verdict"] == "accepted"),
+                "{ctx}: lost session {n}"
+            );
+        }
+        let dirs = std::fs::read_dir(env.project().join(".longrun/sessions"))
+            .unwrap()
+            .count();
+        assert_eq!(dirs, log.len(), "{ctx}: a session directory has no verdict");
+        for f in ["a.txt", "b.txt", "c.txt"] {
+            assert!(env.on_main(f).is_some(), "{ctx}: {f} is not on main");
+        }
+        assert!(
+            env.on_main("features.json")
+                .unwrap()
+                .matches("\"passes\": true")
+                .count()
+                == 3,
+            "{ctx}"
+        );
+        env.git(&["fsck", "--no-progress"]);
+        let status = env.git(&["status", "--porcelain"]);
+        assert_eq!(
+            status, "",
+            "{ctx}: the project's work tree does not match main"
+        );
+    }
+}
+
+#[test]
+fn a_feature_that_keeps_failing_is_stuck_until_retried() {
+    // Every session flips its feature without creating the file: the check fails.
+    let env = project(
+        json!({ "*": worker_with(vec![], "unrelated.txt", &["a"]) }),
+        "",
+    );
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--until-done",
+        "--max-consecutive-failures",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("a (3 failed attempts)"),
+        "{}",
+        text(&out)
+    );
+    // a is stuck after 3 attempts; b and c never flip their own feature, so they are stuck too.
+    let status: Value = serde_json::from_slice(
+        &env.run(&["status", "--json", "--dir", &env.dir_arg()])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(status["features"][0]["stuck"], true);
+    assert_eq!(status["features"][0]["failed_attempts"], 3);
+    assert_eq!(status["next_feature"], Value::Null);
+    let retry = env.run(&["retry", "a", "--dir", &env.dir_arg()]);
+    assert!(retry.status.success(), "{}", text(&retry));
+    let status: Value = serde_json::from_slice(
+        &env.run(&["status", "--json", "--dir", &env.dir_arg()])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(status["features"][0]["stuck"], false);
+    assert_eq!(status["next_feature"], "a");
+    let unknown = env.run(&["retry", "zz", "--dir", &env.dir_arg()]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("the ids are: a, b, c"),
+        "{}",
+        text(&unknown)
+    );
+}
+
+#[test]
+fn consecutive_failures_stop_the_run_with_their_reasons() {
+    let env = project(
+        json!({ "*": worker_with(vec![], "unrelated.txt", &["a"]) }),
+        "",
+    );
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--sessions",
+        "10",
+        "--max-consecutive-failures",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(env.log_json().len(), 3, "init plus two failed sessions");
+    let printed = stdout(&out);
+    assert!(
+        printed.contains("2 sessions in a row ended without acceptance"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("session 3 rejected: feature a failed"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn longrun_stop_ends_the_run_after_the_current_session() {
+    let env = project(
+        json!({ "2": worker_with(vec![turn(vec![bash("sleep 2")])], "a.txt", &["a"]), "*": worker_with(vec![], "b.txt", &["a", "b"]) }),
+        "",
+    );
+    let child = spawn(
+        &env,
+        &["continue", "--dir", &env.dir_arg(), "--sessions", "5"],
+    );
+    wait_for_step(&env, 2, 0);
+    let stop = env.run(&["stop", "--dir", &env.dir_arg()]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(
+        verdicts(&env),
+        [(1, "accepted".into()), (2, "accepted".into())]
+    );
+}
+
+#[test]
+fn max_hours_zero_starts_no_session() {
+    let env = project(json!({}), "");
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--max-hours", "0"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(env.log_json().len(), 1);
+}
+
+#[test]
+fn a_session_that_breaks_a_passing_feature_is_rejected_naming_it() {
+    let env = project(
+        json!({
+            "2": worker_with(vec![], "a.txt", &["a"]),
+            "3": [turn(vec![bash("git rm -q a.txt"), write_file("b.txt", "x"), write_file("features.json", &passing(&["a", "b"]))]),
+                  turn(vec![bash("git add -A && git commit -qm work")]), done("done")],
+        }),
+        "",
+    );
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = env.log_json();
+    assert_eq!(log[2]["verdict"], "rejected", "{:#}", log[2]);
+    assert!(
+        log[2]["reasons"].to_string().contains("broke feature a"),
+        "{:#}",
+        log[2]
+    );
+    assert!(env.on_main("a.txt").is_some());
+}
