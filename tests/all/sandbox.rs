@@ -296,16 +296,21 @@ fn state(pid: u32) -> char {
 #[test]
 fn the_parent_cannot_be_stopped_or_traced() {
     // The sandbox runs under a `sh` parent; if the escape worked, sh would stop.
-    let script = "kill -STOP $PPID; echo kill=$?; \
+    // Inside its own PID namespace $PPID is 0, so the parent is named by the
+    // pid it has outside, which `sh` puts in place of __PARENT__.
+    let script = "kill -STOP __PARENT__; echo kill=$?; \
         /usr/bin/python3 -c 'import ctypes, os\n\
 libc = ctypes.CDLL(None, use_errno=True)\n\
-print(\"ptrace:\", libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno())'";
+print(\"ptrace:\", libc.ptrace(16, __PARENT__, 0, 0), ctypes.get_errno())'";
     for user in users() {
         let place = Place::new(user);
         let inner = place.command(user, &[], script);
         let mut argv: Vec<String> = vec![inner.get_program().to_string_lossy().into()];
         argv.extend(inner.get_args().map(|a| a.to_string_lossy().into_owned()));
-        let quoted: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+        let quoted: Vec<String> = argv
+            .iter()
+            .map(|a| shell_quote(a).replace("__PARENT__", "'\"$$\"'"))
+            .collect();
         let mut sh = Command::new("sh")
             .arg("-c")
             .arg(format!("{}; echo parent-ran-on", quoted.join(" ")))
