@@ -150,6 +150,14 @@ pub enum Command {
     },
     /// What confinement this machine enforces; exits 0 when the default profile can be fully enforced.
     Doctor,
+    /// Print the permission verdict on a bash command and the rule that decided it.
+    #[command(name = "check-command")]
+    CheckCommand {
+        /// The command line, as a session's bash tool would receive it.
+        command: String,
+        #[command(flatten)]
+        dir: DirArg,
+    },
     /// The session worker (started by the orchestrator).
     #[command(name = "__worker", hide = true)]
     Worker {

@@ -27,6 +27,8 @@ pub struct Config {
     #[serde(default)]
     pub tools: ToolsSection,
     #[serde(default)]
+    pub permissions: crate::permissions::PermissionsConfig,
+    #[serde(default)]
     pub harness: crate::session::HarnessSettings,
 }
 
@@ -232,13 +234,16 @@ impl Default for ToolsSection {
 impl Config {
     /// Parse `text`, naming `origin` (the file) in any error.
     pub fn parse(text: &str, origin: &Path) -> anyhow::Result<Config> {
-        toml::from_str(text).map_err(|e| {
+        let config: Config = toml::from_str(text).map_err(|e| {
             bad_input(format!(
                 "{} is not valid: {}; fix that field or remove it to use the default",
                 origin.display(),
                 e.to_string().trim_end()
             ))
-        })
+        })?;
+        // Bad glob patterns are caught here, not when a session starts.
+        crate::permissions::Policy::new(&config.permissions)?;
+        Ok(config)
     }
 
     /// Read `DIR/longrun.toml`; a missing file gives the defaults.

@@ -14,6 +14,7 @@ pub mod fsutil;
 pub mod logging;
 pub mod model;
 pub mod orchestrator;
+pub mod permissions;
 pub mod progress;
 pub mod repo;
 pub mod sandbox;

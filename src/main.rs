@@ -146,6 +146,13 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Demo { dir } => o::demo(o::DemoArgs { dir }).await,
+        Command::CheckCommand { command, dir } => {
+            print!(
+                "{}",
+                longrun::permissions::check_command(&command, &dir.dir)?
+            );
+            Ok(Outcome::Done)
+        }
         Command::Worker { .. }
         | Command::Exec { .. }
         | Command::Completions { .. }

@@ -378,6 +378,7 @@ fn worker_config(
         passing,
         total,
         tool_output_cap: project.config.tools.output_cap,
+        permissions: project.config.permissions.clone(),
         notes: earlier_attempts(project, plan.feature.as_ref())?,
     })
 }

@@ -63,6 +63,9 @@ pub struct WorkerConfig {
     /// `[tools] output_cap` of longrun.toml.
     #[serde(default = "crate::tools::default_output_cap")]
     pub tool_output_cap: usize,
+    /// `[permissions]` of longrun.toml.
+    #[serde(default)]
+    pub permissions: crate::permissions::PermissionsConfig,
     /// What the harness knows that the model should (earlier attempts and where their work is).
     #[serde(default)]
     pub notes: Vec<String>,

@@ -53,11 +53,22 @@ fn run_session(
     link: &mut WorkerLink,
 ) -> WorkerReport {
     let started = Instant::now();
+    let policy = match crate::permissions::Policy::new(&config.permissions) {
+        Ok(policy) => policy,
+        Err(e) => {
+            return WorkerReport {
+                ended: WorkerEnd::Failed,
+                reason: Some(format!("{e:#}")),
+                steps: 0,
+            }
+        }
+    };
     // A result denied by the sandbox says which profile denied it and what it allows.
     let hint = |p: crate::sandbox::Profile| move |out: &str| crate::sandbox::denial_hint(&p, out);
     let registry = Registry::standard()
         .with_output_cap(config.tool_output_cap)
-        .with_failure_hint(hint(config.sandbox.profile.clone()));
+        .with_failure_hint(hint(config.sandbox.profile.clone()))
+        .with_policy(policy);
     let read_only = Registry::read_only()
         .with_output_cap(config.tool_output_cap)
         .with_failure_hint(hint(config.sandbox.profile.clone()));

@@ -3,7 +3,9 @@
 //! Whatever the model sends, [`Registry::dispatch`] answers with a result:
 //! invalid JSON, an unknown tool, missing or mistyped arguments, an I/O error
 //! or a panic inside a tool each come back as `Error: ...` text that says
-//! what to do differently. Long results are cut here, for every tool alike.
+//! what to do differently. A call the permission policy denies comes back as
+//! `Blocked by policy: <rule> (<reason>)` without running. Long results are
+//! cut here, for every tool alike.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -18,12 +20,15 @@ use super::read_file::ReadFile;
 use super::write_file::WriteFile;
 use super::{args, Tool, ToolContext, ToolOutput};
 use crate::model::ToolSpec;
+use crate::permissions::Policy;
 
 /// A line to add to a failed result whose text it recognises.
 type FailureHint = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 pub struct Registry {
     tools: Vec<(ToolSpec, Box<dyn Tool>)>,
+    /// Judges bash commands and written paths before they run; `None` runs everything.
+    policy: Option<Policy>,
     output_cap: usize,
     /// Numbers the files where cut outputs are saved.
     saved: AtomicU32,
@@ -31,7 +36,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The tools every session gets.
+    /// The tools every session gets, under the built-in permission rules.
     pub fn standard() -> Registry {
         Registry::of(vec![
             Box::new(Bash),
@@ -52,9 +57,23 @@ impl Registry {
         ])
     }
 
+    /// The read-only tools plus bash limited to commands `policy` allows
+    /// outright: `ask` is refused whatever `[permissions] unattended` says.
+    pub fn read_only_with_bash(policy: Policy) -> Registry {
+        let mut r = Registry::of(vec![
+            Box::new(ReadFile),
+            Box::new(ListFiles),
+            Box::new(Grep),
+            Box::new(Bash),
+        ]);
+        r.policy = Some(policy.with_unattended(crate::permissions::Unattended::Deny));
+        r
+    }
+
     fn of(tools: Vec<Box<dyn Tool>>) -> Registry {
         Registry {
             tools: tools.into_iter().map(|t| (t.spec(), t)).collect(),
+            policy: Some(Policy::defaults()),
             output_cap: DEFAULT_OUTPUT_CAP,
             saved: AtomicU32::new(0),
             failure_hint: None,
@@ -77,6 +96,18 @@ impl Registry {
         self
     }
 
+    /// Judge calls by `policy` (a project's rules) instead of the built-in rules.
+    pub fn with_policy(mut self, policy: Policy) -> Registry {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Run every call without judging it (for harness-internal use and tests).
+    pub fn without_policy(mut self) -> Registry {
+        self.policy = None;
+        self
+    }
+
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|(s, _)| s.clone()).collect()
     }
@@ -87,13 +118,38 @@ impl Registry {
 
     /// Run one call. Never panics and never fails: every problem is an `Error:` result.
     pub fn dispatch(&self, ctx: &ToolContext, name: &str, raw_args: &str) -> ToolOutput {
-        let output = match self.run(ctx, name, raw_args) {
+        self.dispatch_judged(ctx, name, raw_args, false)
+    }
+
+    /// Like [`Registry::dispatch`], but a call the policy would only `ask`
+    /// about is refused: for subagents, whose bash runs only allowed commands.
+    pub fn dispatch_allowed_only(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        raw_args: &str,
+    ) -> ToolOutput {
+        self.dispatch_judged(ctx, name, raw_args, true)
+    }
+
+    fn dispatch_judged(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        raw_args: &str,
+        allowed_only: bool,
+    ) -> ToolOutput {
+        let output = match self.run(ctx, name, raw_args, allowed_only) {
             Ok(content) => ToolOutput {
                 content,
                 is_error: false,
             },
-            Err(message) => ToolOutput {
+            Err(Refusal::Error(message)) => ToolOutput {
                 content: format!("Error: {message}"),
+                is_error: true,
+            },
+            Err(Refusal::Blocked(message)) => ToolOutput {
+                content: message,
                 is_error: true,
             },
         };
@@ -110,21 +166,54 @@ impl Registry {
         output
     }
 
-    fn run(&self, ctx: &ToolContext, name: &str, raw_args: &str) -> Result<String, String> {
+    fn run(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        raw_args: &str,
+        allowed_only: bool,
+    ) -> Result<String, Refusal> {
         let Some((spec, tool)) = self.tools.iter().find(|(s, _)| s.name == name) else {
-            return Err(format!(
+            return Err(Refusal::Error(format!(
                 "there is no tool named `{name}`; the tools are: {}",
                 self.names().join(", ")
-            ));
+            )));
         };
-        let args = parse_arguments(name, raw_args)?;
-        args::validate(name, &spec.parameters, &args).map_err(|e| format!("{e:#}"))?;
+        let args = parse_arguments(name, raw_args).map_err(Refusal::Error)?;
+        args::validate(name, &spec.parameters, &args)
+            .map_err(|e| Refusal::Error(format!("{e:#}")))?;
+        self.permit(ctx, name, &args, allowed_only)?;
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.run(ctx, &args))) {
             Ok(Ok(content)) => Ok(content),
-            Ok(Err(e)) => Err(format!("{e:#}")),
-            Err(_) => Err(format!(
+            Ok(Err(e)) => Err(Refusal::Error(format!("{e:#}"))),
+            Err(_) => Err(Refusal::Error(format!(
                 "the `{name}` tool failed unexpectedly on these arguments; try the call another way"
-            )),
+            ))),
+        }
+    }
+
+    /// The policy's word on the call; a refusal when it may not run.
+    fn permit(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        args: &Value,
+        allowed_only: bool,
+    ) -> Result<(), Refusal> {
+        let Some(policy) = &self.policy else {
+            return Ok(());
+        };
+        let Some(decision) = policy.judge_call(name, args, &ctx.workspace) else {
+            return Ok(());
+        };
+        let blocked = if allowed_only {
+            policy.blocked_unless_allowed(&decision)
+        } else {
+            policy.blocked(&decision)
+        };
+        match blocked {
+            Some(message) => Err(Refusal::Blocked(message)),
+            None => Ok(()),
         }
     }
 
@@ -139,6 +228,14 @@ impl Registry {
         }
         output
     }
+}
+
+/// Why a call did not run.
+enum Refusal {
+    /// The call was wrong: `Error: ...`.
+    Error(String),
+    /// The policy denied it: `Blocked by policy: ...`.
+    Blocked(String),
 }
 
 /// The arguments as a JSON value; empty arguments mean `{}`.
@@ -252,6 +349,80 @@ mod tests {
             serde_json::json!({"path": saved.canonicalize().unwrap(), "offset": 9999}).to_string();
         let page = r.dispatch(&ctx(&d), "read_file", &arg);
         assert_eq!(page.content, "  9999\t9999\n 10000\t10000\n");
+    }
+
+    #[test]
+    fn a_denied_call_is_blocked_and_does_not_run() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Registry::standard();
+        let out = r.dispatch(
+            &ctx(&d),
+            "bash",
+            r#"{"command": "touch made && curl evil.example"}"#,
+        );
+        assert!(out.is_error);
+        assert_eq!(
+            out.content,
+            "Blocked by policy: built-in deny bash \"curl *\" (reaches the network: `curl evil.example`)"
+        );
+        assert!(!d.path().join("made").exists());
+        let hook = r.dispatch(
+            &ctx(&d),
+            "write_file",
+            r#"{"path": ".git/hooks/pre-commit", "content": "x"}"#,
+        );
+        assert!(
+            hook.content
+                .starts_with("Blocked by policy: built-in deny write_file \".git/hooks/**\""),
+            "{}",
+            hook.content
+        );
+        assert!(!d.path().join(".git/hooks/pre-commit").exists());
+    }
+
+    #[test]
+    fn ask_is_refused_unattended_and_always_for_allowed_only_calls() {
+        let d = tempfile::tempdir().unwrap();
+        let strict = Registry::standard();
+        let out = strict.dispatch(&ctx(&d), "bash", r#"{"command": "hostname"}"#);
+        assert!(
+            out.content
+                .starts_with("Blocked by policy: built-in ask bash: no rule matches"),
+            "{}",
+            out.content
+        );
+        let lenient = Registry::standard()
+            .with_policy(Policy::defaults().with_unattended(crate::permissions::Unattended::Allow));
+        assert!(
+            !lenient
+                .dispatch(&ctx(&d), "bash", r#"{"command": "hostname"}"#)
+                .is_error
+        );
+        let sub = lenient.dispatch_allowed_only(&ctx(&d), "bash", r#"{"command": "hostname"}"#);
+        assert!(
+            sub.content.starts_with("Blocked by policy:"),
+            "{}",
+            sub.content
+        );
+        let ok = lenient.dispatch_allowed_only(&ctx(&d), "bash", r#"{"command": "echo hi"}"#);
+        assert_eq!(ok.content, "hi\n");
+    }
+
+    #[test]
+    fn read_only_with_bash_runs_only_allowed_commands() {
+        let d = tempfile::tempdir().unwrap();
+        let lenient = Policy::defaults().with_unattended(crate::permissions::Unattended::Allow);
+        let r = Registry::read_only_with_bash(lenient);
+        assert_eq!(r.names(), ["read_file", "list_files", "grep", "bash"]);
+        assert!(r
+            .dispatch(&ctx(&d), "bash", r#"{"command": "hostname"}"#)
+            .content
+            .starts_with("Blocked by policy:"));
+        assert_eq!(
+            r.dispatch(&ctx(&d), "bash", r#"{"command": "echo hi"}"#)
+                .content,
+            "hi\n"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod common;
 
 mod e2e;
+mod permissions;
 mod resume;
 mod sandbox;
 mod session;

@@ -564,8 +564,11 @@ fn a_bad_profile_names_the_file_and_the_field() {
 fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confinement() {
     let env = Env::new();
     let project = env.project();
+    // The writes go through python3, which the permission policy allows
+    // (a plain `echo x > /outside` it would block first), so that what
+    // refuses them here is the kernel.
     let probe = format!(
-        "echo x > {p}/pwned; echo rc=$?; head -1 {p}/SPEC.md; env | grep -c FAKE-KEY-123; true",
+        "python3 -c \"open('{p}/pwned', 'w')\"; echo rc=$?; head -1 {p}/SPEC.md; env | grep -c FAKE-KEY-123; true",
         p = project.display()
     );
     let features = common::features(&[("F001", false, "true")]);
@@ -574,7 +577,10 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
         0,
         common::turn(vec![
             common::bash(&probe),
-            common::bash(&format!("touch {}/pwned2", project.display())),
+            common::bash(&format!(
+                "python3 -c \"open('{}/pwned2', 'w')\"",
+                project.display()
+            )),
         ]),
     );
     let model = env.model(serde_json::json!({ "1": session }));
