@@ -65,6 +65,11 @@ fn the_command_table() {
         ),
         ("sleep 1; wait", Allow, "allow"),
         (
+            "for f in a b; do grep -q $f l || { echo $f >> l; touch $f.txt; break; }; done",
+            Allow,
+            "allow",
+        ),
+        (
             "env RUST_LOG=debug cargo run -- --help",
             Allow,
             "\"cargo run *\"",
