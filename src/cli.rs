@@ -79,6 +79,9 @@ pub enum Command {
         /// Stop when N sessions in a row end without acceptance (default 5; 0: never).
         #[arg(long, value_name = "N")]
         max_consecutive_failures: Option<u32>,
+        /// Run N sessions at once, each on its own feature in its own clone; merges go one at a time.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+        parallel: u32,
     },
     /// Ask a running `continue` to stop after its current session.
     Stop {

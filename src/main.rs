@@ -110,6 +110,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             max_hours,
             max_cost,
             max_consecutive_failures,
+            parallel,
         } => {
             let args = o::ContinueArgs {
                 sessions,
@@ -121,6 +122,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 max_hours,
                 max_cost,
                 max_consecutive_failures,
+                parallel,
                 ..o::ContinueArgs::new(dir.dir)
             };
             o::continue_run(args).await

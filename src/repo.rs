@@ -224,6 +224,44 @@ pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> anyhow::Result<Ve
     Ok(paths)
 }
 
+/// What main would hold if `work` were merged now: `work` itself when it
+/// descends from main, else a merge commit (on no ref) of main and `work`.
+/// `Err` names the conflicting paths.
+pub fn merge_candidate(repo: &Repository, work: Oid) -> anyhow::Result<Result<Oid, String>> {
+    let main = main_head(repo)?.context("main has no commits")?;
+    if work == main || repo.graph_descendant_of(work, main)? {
+        return Ok(Ok(work));
+    }
+    let (main_commit, work_commit) = (repo.find_commit(main)?, repo.find_commit(work)?);
+    let mut index = repo.merge_commits(&main_commit, &work_commit, None)?;
+    if index.has_conflicts() {
+        return Ok(Err(conflict_paths(&index)?.join(", ")));
+    }
+    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+    let sig = signature()?;
+    let oid = repo.commit(
+        None,
+        &sig,
+        &sig,
+        "longrun: merge candidate",
+        &tree,
+        &[&main_commit, &work_commit],
+    )?;
+    Ok(Ok(oid))
+}
+
+fn conflict_paths(index: &git2::Index) -> anyhow::Result<Vec<String>> {
+    Ok(index
+        .conflicts()?
+        .filter_map(|c| c.ok())
+        .filter_map(|c| {
+            c.our
+                .or(c.their)
+                .map(|e| String::from_utf8_lossy(&e.path).to_string())
+        })
+        .collect())
+}
+
 /// Record an accepted session: a merge commit of `work` into main, first parent main.
 /// Fails, changing nothing, when the merge conflicts.
 pub fn record_merge(repo: &Repository, work: Oid, message: &str) -> anyhow::Result<Oid> {
@@ -235,16 +273,7 @@ pub fn record_merge(repo: &Repository, work: Oid, message: &str) -> anyhow::Resu
     } else {
         let mut index = repo.merge_commits(&main_commit, &work_commit, None)?;
         if index.has_conflicts() {
-            let paths: Vec<String> = index
-                .conflicts()?
-                .filter_map(|c| c.ok())
-                .filter_map(|c| {
-                    c.our
-                        .or(c.their)
-                        .map(|e| String::from_utf8_lossy(&e.path).to_string())
-                })
-                .collect();
-            bail!("merge conflict in {}", paths.join(", "));
+            bail!("merge conflict in {}", conflict_paths(&index)?.join(", "));
         }
         index.write_tree_to(repo)?
     };

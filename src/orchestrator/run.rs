@@ -6,13 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::session::{next_number, run_session, SessionOutcome, SessionPlan};
+use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
 use super::{lock, recover, resolve_model, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
 use crate::model::{open_provider, Provider};
 use crate::session::Role;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 pub struct ContinueArgs {
     pub dir: PathBuf,
@@ -30,6 +31,8 @@ pub struct ContinueArgs {
     pub max_cost: Option<f64>,
     /// Stop after this many sessions in a row without acceptance (default from longrun.toml).
     pub max_consecutive_failures: Option<u32>,
+    /// Sessions run at once, each on its own feature (1: one after another).
+    pub parallel: u32,
 }
 
 impl ContinueArgs {
@@ -45,6 +48,7 @@ impl ContinueArgs {
             max_hours: None,
             max_cost: None,
             max_consecutive_failures: None,
+            parallel: 1,
         }
     }
 }
@@ -68,13 +72,23 @@ pub fn stop_file(project: &Project) -> PathBuf {
 
 /// The first feature that does not pass and is not stuck.
 pub fn next_feature(project: &Project, history: &History) -> anyhow::Result<Option<Feature>> {
+    next_feature_besides(project, history, &[])
+}
+
+/// The first feature that does not pass, is not stuck and is not in `busy`.
+fn next_feature_besides(
+    project: &Project,
+    history: &History,
+    busy: &[String],
+) -> anyhow::Result<Option<Feature>> {
     let Some(list) = project.features()? else {
         return Ok(None);
     };
-    Ok(list
-        .features
-        .into_iter()
-        .find(|f| !f.passes && !history.is_stuck(&f.id, project.config.run.max_attempts)))
+    Ok(list.features.into_iter().find(|f| {
+        !f.passes
+            && !busy.contains(&f.id)
+            && !history.is_stuck(&f.id, project.config.run.max_attempts)
+    }))
 }
 
 pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
@@ -134,43 +148,65 @@ pub async fn run_sessions(
         cost_usd: 0.0,
         streak: Vec::new(),
     };
+    let parallel = args.parallel.max(1) as usize;
+    let merges = MergeQueue::new(());
+    let mut running = FuturesUnordered::new();
+    let mut in_flight: Vec<String> = Vec::new();
+    let mut ending: Option<Outcome> = None;
     loop {
-        let history = project.history()?;
-        let Some(feature) = next_feature(project, &history)? else {
-            return finished(project, &history, reporter);
-        };
-        if let Some(outcome) = limit_reached(project, args, &tally, reporter)? {
-            return Ok(outcome);
+        // Start sessions on different features until N run at once.
+        while ending.is_none() && running.len() < parallel {
+            let history = project.history()?;
+            let Some(feature) = next_feature_besides(project, &history, &in_flight)? else {
+                break;
+            };
+            if let Some(outcome) = limit_reached(project, args, &tally, reporter)? {
+                ending = Some(outcome);
+                break;
+            }
+            let number = next_number(project)?;
+            in_flight.push(feature.id.clone());
+            let plan = SessionPlan {
+                number,
+                role: Role::Worker,
+                feature: Some(feature),
+                cost_limit: args.max_cost.map(|max| max - tally.cost_usd),
+            };
+            tally.ran += 1;
+            running.push(run_session(
+                project, provider, plan, reporter, interrupt, &merges,
+            ));
         }
-        let number = next_number(project)?;
-        let plan = SessionPlan {
-            number,
-            role: Role::Worker,
-            feature: Some(feature),
-            cost_limit: args.max_cost.map(|max| max - tally.cost_usd),
+        let Some(result) = running.next().await else {
+            return match ending {
+                Some(outcome) => Ok(outcome),
+                None => finished(project, &project.history()?, reporter),
+            };
         };
-        let outcome = run_session(project, provider, plan, reporter, interrupt).await?;
-        tally.ran += 1;
+        let outcome = result?;
+        in_flight.retain(|id| Some(id) != outcome.feature.as_ref());
         tally.cost_usd += outcome.cost_usd;
         if let Some(done) = stop_after(&outcome, interrupt) {
-            return Ok(done);
+            ending.get_or_insert(done);
+            continue;
         }
         if outcome.verdict == Verdict::Accepted {
             tally.streak.clear();
         } else {
             let why = outcome.reasons.first().cloned().unwrap_or_default();
-            tally
-                .streak
-                .push(format!("session {number} {}: {why}", outcome.verdict));
+            tally.streak.push(format!(
+                "session {} {}: {why}",
+                outcome.number, outcome.verdict
+            ));
         }
-        if max_failures > 0 && tally.streak.len() as u32 >= max_failures {
+        if ending.is_none() && max_failures > 0 && tally.streak.len() as u32 >= max_failures {
             reporter.line(&format!(
                 "stopping: {max_failures} sessions in a row ended without acceptance:"
             ));
             for line in &tally.streak {
                 reporter.line(&format!("  {line}"));
             }
-            return Ok(Outcome::StoppedEarly);
+            ending = Some(Outcome::StoppedEarly);
         }
     }
 }
@@ -227,7 +263,15 @@ pub async fn run_initializer(
         feature: None,
         cost_limit: None,
     };
-    run_session(project, provider, plan, reporter, interrupt).await
+    run_session(
+        project,
+        provider,
+        plan,
+        reporter,
+        interrupt,
+        &MergeQueue::new(()),
+    )
+    .await
 }
 
 /// Whether the run must stop after this session, and how.

@@ -22,6 +22,9 @@ use crate::session::{FeatureBrief, Role, WorkerConfig};
 use crate::state::{self, State};
 use crate::transcript::{Entry, Transcript};
 
+/// Held while a session is verified and recorded, so merges into main go one at a time.
+pub type MergeQueue = tokio::sync::Mutex<()>;
+
 /// What to run.
 pub struct SessionPlan {
     pub number: u32,
@@ -36,6 +39,7 @@ pub struct SessionPlan {
 #[allow(dead_code)] // read by the run limits and progress views
 pub struct SessionOutcome {
     pub number: u32,
+    pub feature: Option<String>,
     pub verdict: Verdict,
     pub reasons: Vec<String>,
     pub usage: Usage,
@@ -87,6 +91,7 @@ pub async fn run_session(
     plan: SessionPlan,
     reporter: &Reporter,
     interrupt: &super::run::Interrupt,
+    merges: &MergeQueue,
 ) -> anyhow::Result<SessionOutcome> {
     let started = Instant::now();
     let dir = session_dir(project, plan.number);
@@ -129,13 +134,25 @@ pub async fn run_session(
     super::failpoint::hit("verification", plan.number);
     let collected = verify::collect_work(project, &work, plan.number)?;
     let mut reasons = Vec::new();
+    // Verified merges go one at a time: checks run on what main would become.
+    let _turn = merges.lock().await;
     if run.stop != Stop::Interrupted {
         reasons =
             verify::rule_problems(project, plan.role, plan.feature.as_ref(), base, &collected)?;
-        if reasons.is_empty() {
-            let place = verify::prepare_checkout(project, &dir, collected.head)?;
+        let candidate = match repo::merge_candidate(&project.repo, collected.head)? {
+            Ok(oid) => Some(oid),
+            Err(paths) => {
+                reasons.push(format!(
+                    "merge conflict with main (which moved during the session) in {paths}"
+                ));
+                None
+            }
+        };
+        if let (true, Some(candidate)) = (reasons.is_empty(), candidate) {
+            let place = verify::prepare_checkout(project, &dir, candidate)?;
+            let main_now = repo::main_head(&project.repo)?.unwrap_or(base);
             let regressions =
-                verify::regressions_due(project, plan.number, base, plan.feature.as_ref());
+                verify::regressions_due(project, plan.number, main_now, plan.feature.as_ref());
             let checks: Vec<CheckRun> = verify::run_checks(
                 project,
                 &place,
@@ -192,6 +209,7 @@ pub async fn run_session(
     let _ = std::fs::remove_dir_all(dir.join("verify"));
     Ok(SessionOutcome {
         number: plan.number,
+        feature: feature_id.clone(),
         verdict,
         reasons,
         usage: run.usage,
@@ -296,6 +314,16 @@ fn decide(run: &WorkerRun, wall_time_secs: u64, reasons: &mut Vec<String>) -> Ve
         return Verdict::Accepted;
     }
     match &run.report {
+        None if run.killed_by.is_some() => {
+            reasons.insert(
+                0,
+                format!(
+                    "interrupted: the worker was killed by signal {} mid-session; the work is kept",
+                    run.killed_by.unwrap_or(0)
+                ),
+            );
+            Verdict::Interrupted
+        }
         None => {
             reasons.insert(
                 0,

@@ -47,6 +47,8 @@ pub struct WorkerRun {
     pub usage: Usage,
     pub cost_usd: f64,
     pub requests: u32,
+    /// The signal that killed the worker, when one did and the orchestrator did not send it.
+    pub killed_by: Option<i32>,
     /// A model failure no later session can survive.
     pub fatal: Option<String>,
     /// What the worker's loop detector reported, one entry per trigger.
@@ -98,6 +100,7 @@ pub async fn serve(
         usage: Usage::default(),
         cost_usd: 0.0,
         requests: 0,
+        killed_by: None,
         fatal: None,
         loops: Vec::new(),
         sandbox: None,
@@ -183,6 +186,10 @@ pub async fn serve(
     let status = child.wait().await?;
     // Tools the worker left running go with its process group.
     kill_group(pid);
+    if run.stop == Stop::Exited {
+        use std::os::unix::process::ExitStatusExt;
+        run.killed_by = status.signal();
+    }
     run.exit = match status.code() {
         Some(code) => format!("exit code {code}"),
         None => "killed by a signal".into(),
@@ -246,7 +253,7 @@ fn spawn(
     theirs: &std::os::unix::net::UnixStream,
 ) -> anyhow::Result<tokio::process::Child> {
     let log = std::fs::File::create(launch.session_dir.join("worker.log"))?;
-    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    let mut cmd = std::process::Command::new(crate::sandbox::own_exe());
     cmd.arg("__worker")
         .arg("--config")
         .arg(launch.config_path)

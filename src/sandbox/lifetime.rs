@@ -74,3 +74,13 @@ fn user_namespace() -> anyhow::Result<()> {
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
     Ok(())
 }
+
+/// The running longrun binary, for re-executing it. /proc/self/exe still
+/// works when the file was replaced (an upgrade during an overnight run).
+pub fn own_exe() -> std::path::PathBuf {
+    let proc_exe = std::path::PathBuf::from("/proc/self/exe");
+    if proc_exe.exists() {
+        return proc_exe;
+    }
+    std::env::current_exe().unwrap_or(proc_exe)
+}

@@ -34,7 +34,7 @@ pub struct SandboxSpec {
 /// A command that runs `argv` confined by `spec`: longrun re-executes itself
 /// with the hidden exec subcommand, confines itself, then execs `argv`.
 pub fn command(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<std::process::Command> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::sandbox::own_exe();
     let mut cmd = std::process::Command::new(exe);
     cmd.arg(EXEC_SUBCOMMAND)
         .arg("--spec")

@@ -507,3 +507,174 @@ fn a_session_that_breaks_a_passing_feature_is_rejected_naming_it() {
     );
     assert!(env.on_main("a.txt").is_some());
 }
+
+#[test]
+fn kill_9_of_the_worker_mid_tool_is_interrupted_and_the_run_goes_on() {
+    let env = project(
+        json!({ "2": [turn(vec![bash("sleep 60")]), done("never")], "*": worker_with(vec![], "a.txt", &["a"]) }),
+        "",
+    );
+    let child = spawn(
+        &env,
+        &["continue", "--dir", &env.dir_arg(), "--sessions", "2"],
+    );
+    wait_for_step(&env, 2, 0);
+    let worker: i32 = std::fs::read_to_string(session_file(&env, 2, "worker.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(10, "the tool to start", || in_session(worker).len() >= 3);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = env.log_json();
+    assert_eq!(log[1]["verdict"], "interrupted", "{:#}", log[1]);
+    assert!(
+        log[1]["reasons"].to_string().contains("killed by signal 9"),
+        "{:#}",
+        log[1]
+    );
+    assert_eq!(
+        (log[2]["feature"].as_str(), log[2]["verdict"].as_str()),
+        (Some("a"), Some("accepted"))
+    );
+}
+
+/// A two-feature project for the parallel tests.
+fn pair(sessions: Value) -> Env {
+    let env = Env::new();
+    let list = features(&[("a", false, "test -f a.txt"), ("b", false, "test -f b.txt")]);
+    let mut all = json!({ "1": initializer(&list) });
+    for (k, v) in sessions.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    let out = env.init(SPEC, &env.model(all));
+    assert!(out.status.success(), "{}", text(&out));
+    env
+}
+
+fn flip_one(id: &str) -> String {
+    features(&[
+        ("a", id == "a", "test -f a.txt"),
+        ("b", id == "b", "test -f b.txt"),
+    ])
+}
+
+fn pair_worker(id: &str, extra: &[(&str, &str)]) -> Value {
+    let mut calls: Vec<Value> = vec![
+        write_file(&format!("{id}.txt"), "x\n"),
+        write_file("features.json", &flip_one(id)),
+    ];
+    calls.extend(extra.iter().map(|(p, c)| write_file(p, c)));
+    json!([
+        turn(vec![bash("sleep 1")]),
+        turn(calls),
+        turn(vec![bash("git add -A && git commit -qm work")]),
+        done("done")
+    ])
+}
+
+fn base_of(env: &Env, n: u32) -> String {
+    env.transcript(n)[0]["base"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn parallel_sessions_on_independent_features_both_land() {
+    let env = pair(json!({ "2": pair_worker("a", &[]), "3": pair_worker("b", &[]) }));
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--parallel",
+        "2",
+        "--until-done",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        verdicts(&env),
+        [
+            (1, "accepted".into()),
+            (2, "accepted".into()),
+            (3, "accepted".into())
+        ]
+    );
+    assert_eq!(
+        base_of(&env, 2),
+        base_of(&env, 3),
+        "the two sessions did not run at once"
+    );
+    let list = env.on_main("features.json").unwrap();
+    assert_eq!(list.matches("\"passes\": true").count(), 2, "{list}");
+    assert!(env.on_main("a.txt").is_some() && env.on_main("b.txt").is_some());
+    env.git(&["fsck", "--no-progress"]);
+}
+
+#[test]
+fn a_parallel_merge_conflict_rejects_one_session_and_requeues_its_feature() {
+    let generic = json!([
+        turn(vec![bash("for f in a b; do [ -f $f.txt ] || { touch $f.txt; break; }; done")]),
+        turn(vec![bash("python3 -c \"import json,os;d=json.load(open('features.json'));[f.update(passes=True) for f in d['features'] if os.path.exists(f['id']+'.txt')];json.dump(d,open('features.json','w'),indent=2)\"")]),
+        turn(vec![bash("git add -A && git commit -qm work")]),
+        done("done"),
+    ]);
+    let env = pair(json!({
+        "2": pair_worker("a", &[("shared.txt", "from a\n")]),
+        "3": pair_worker("b", &[("shared.txt", "from b\n")]),
+        "*": generic,
+    }));
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--parallel",
+        "2",
+        "--until-done",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = env.log_json();
+    let first_two: Vec<&Value> = log
+        .iter()
+        .filter(|s| s["session"] == 2 || s["session"] == 3)
+        .collect();
+    let rejected: Vec<&&Value> = first_two
+        .iter()
+        .filter(|s| s["verdict"] == "rejected")
+        .collect();
+    assert_eq!(rejected.len(), 1, "{log:#?}");
+    assert!(
+        rejected[0]["reasons"]
+            .to_string()
+            .contains("merge conflict with main"),
+        "{:#}",
+        rejected[0]
+    );
+    assert!(
+        rejected[0]["reasons"].to_string().contains("shared.txt"),
+        "{:#}",
+        rejected[0]
+    );
+    // The rejected feature went back in the queue and a later session landed it.
+    let requeued = rejected[0]["feature"].clone();
+    assert!(
+        log.iter().any(|s| s["session"].as_u64() > Some(3)
+            && s["feature"] == requeued
+            && s["verdict"] == "accepted"),
+        "{log:#?}"
+    );
+    assert_eq!(
+        env.on_main("features.json")
+            .unwrap()
+            .matches("\"passes\": true")
+            .count(),
+        2
+    );
+    let work = rejected[0]["work_ref"].as_str().unwrap();
+    assert!(env
+        .git(&["show", &format!("{work}:shared.txt")])
+        .starts_with("from"));
+}
