@@ -342,13 +342,21 @@ async fn read_stream(
                 )))
             }
             Ok(None) => return assembler.finish(false),
-            Ok(Some(Err(e))) => return Err(Fault::transient(format!("the stream broke: {e}"))),
+            Ok(Some(Err(e))) => return Err(cut_short(assembler, &e.to_string())),
             Ok(Some(Ok(event))) => {
                 if assembler.event(&event)? {
                     return assembler.finish(true);
                 }
             }
         }
+    }
+}
+
+/// A stream that broke off: what the assembler makes of its end, and why.
+fn cut_short(assembler: Box<dyn StreamAssembler>, cause: &str) -> Fault {
+    match assembler.finish(false) {
+        Err(Fault::Transient { reason, .. }) => Fault::transient(format!("{reason}: {cause}")),
+        _ => Fault::transient(format!("the stream broke: {cause}")),
     }
 }
 

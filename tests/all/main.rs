@@ -4,9 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod mock_server;
 
 mod e2e;
 mod permissions;
+mod providers;
 mod resume;
 mod sandbox;
 mod session;
