@@ -153,16 +153,21 @@ fn join(mount: &Mount, path: &str) -> PathBuf {
     }
 }
 
-/// Make `longrun-PID` under `place`, write `files`, and move in. None if any step fails.
+/// Make a fresh `longrun-XXXX` under `place`, write `files`, and move in. None
+/// if any step fails. The name is random, not the pid: every confined process
+/// is PID 1 of its own namespace, and two sessions must never share a cgroup.
 fn limit(place: &Place, files: &[(&str, String)]) -> Option<PathBuf> {
     remove_stale(&place.dir);
     if place.v2 {
         enable_controllers(&place.dir, files);
     }
-    let dir = place.dir.join(format!("longrun-{}", std::process::id()));
-    if std::fs::create_dir(&dir).is_err() && !dir.is_dir() {
-        return None;
-    }
+    let dir = (0..8)
+        .map(|_| {
+            place
+                .dir
+                .join(format!("longrun-{:016x}", rand::random::<u64>()))
+        })
+        .find(|dir| std::fs::create_dir(dir).is_ok())?;
     let written = files
         .iter()
         .all(|(name, value)| std::fs::write(dir.join(name), value).is_ok())

@@ -678,3 +678,97 @@ fn a_parallel_merge_conflict_rejects_one_session_and_requeues_its_feature() {
         .git(&["show", &format!("{work}:shared.txt")])
         .starts_with("from"));
 }
+
+#[test]
+fn a_provider_down_for_whole_sessions_fails_them_and_stops_the_run() {
+    let env = project(json!({}), "max_tries = 1\nretry_base_secs = 0.01\n");
+    // A port that was just free: nothing listens there, on loopback.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = env
+        .longrun()
+        .args([
+            "continue",
+            "--dir",
+            &env.dir_arg(),
+            "--sessions",
+            "5",
+            "--max-consecutive-failures",
+            "2",
+        ])
+        .args([
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            &format!("http://127.0.0.1:{port}/v1"),
+        ])
+        .env("LONGRUN_API_KEY", "sk-test-fake-key")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let log = env.log_json();
+    assert_eq!(log.len(), 3, "init and two failed sessions: {log:#?}");
+    for s in &log[1..] {
+        assert_eq!(s["verdict"], "failed", "{s:#}");
+        assert!(s["reasons"].to_string().contains("model"), "{s:#}");
+    }
+    assert!(
+        stdout(&out).contains("2 sessions in a row ended without acceptance"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(env.on_main("features.json").unwrap(), three());
+}
+
+/// A small tmpfs mounted over a directory for the life of the value.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_under_longrun_is_a_clean_error_and_corrupts_nothing() {
+    let env = project(json!({ "*": worker_with(vec![], "a.txt", &["a"]) }), "");
+    let before = env.git(&["rev-parse", "main"]);
+    let Some(disk) = Tmpfs::mount(&env.project().join(".longrun"), "16k") else {
+        println!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("No space left on device"),
+        "{}",
+        text(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"), "{}", text(&out));
+    drop(disk);
+    assert_eq!(env.git(&["rev-parse", "main"]), before, "main moved");
+    env.git(&["fsck", "--no-progress"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert!(
+        out.status.success(),
+        "with space again, the run goes on: {}",
+        text(&out)
+    );
+    assert_eq!(env.log_json().last().unwrap()["verdict"], "accepted");
+}
