@@ -88,11 +88,10 @@ pub async fn serve(
     ours.set_nonblocking(true)?;
     let (read, mut write) = tokio::net::UnixStream::from_std(ours)?.into_split();
     let mut lines = BufReader::new(read).lines();
-    let mut stops = Stops::new(
-        launch.wall_time + Duration::from_secs(30),
-        launch.grace,
-        interrupt,
-    );
+    // The worker ends itself at its wall time between steps; a tool still
+    // running a little past it is killed with the worker.
+    let slack = (launch.wall_time / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
+    let mut stops = Stops::new(launch.wall_time + slack, launch.grace, interrupt);
     let mut run = WorkerRun {
         report: None,
         stop: Stop::Exited,

@@ -772,3 +772,87 @@ fn a_full_disk_under_longrun_is_a_clean_error_and_corrupts_nothing() {
     );
     assert_eq!(env.log_json().last().unwrap()["verdict"], "accepted");
 }
+
+#[test]
+fn a_corrupt_state_file_is_rebuilt_and_numbers_never_repeat() {
+    let env = project(json!({ "*": worker_with(vec![], "a.txt", &["a"]) }), "");
+    // Session 2 got a directory but never a verdict... and the cache is garbage.
+    std::fs::create_dir_all(env.project().join(".longrun/sessions/0002")).unwrap();
+    std::fs::write(env.project().join(".longrun/state.json"), "{ not json").unwrap();
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        verdicts(&env),
+        [
+            (1, "accepted".into()),
+            (2, "interrupted".into()),
+            (3, "accepted".into())
+        ]
+    );
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project().join(".longrun/state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["last_session"], 3);
+}
+
+#[test]
+fn the_worker_is_killed_at_the_session_wall_time() {
+    let env = project(
+        json!({ "2": [turn(vec![bash("sleep 60")]), done("never")] }),
+        "[budget]\nwall_time_secs = 2\n",
+    );
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = env.log_json();
+    assert_eq!(log[1]["verdict"], "incomplete", "{:#}", log[1]);
+    assert!(
+        log[1]["reasons"].to_string().contains("wall time of 2 s"),
+        "{:#}",
+        log[1]
+    );
+    assert!(log[1]["duration_s"].as_u64().unwrap() < 30, "{:#}", log[1]);
+}
+
+#[test]
+fn three_sessions_run_at_once_with_parallel_3() {
+    let all = ["a", "b", "c"];
+    let sessions: serde_json::Map<String, Value> = all
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            (
+                (i + 2).to_string(),
+                worker_with(
+                    vec![turn(vec![bash("sleep 1")])],
+                    &format!("{id}.txt"),
+                    &[id],
+                ),
+            )
+        })
+        .collect();
+    let env = project(Value::Object(sessions), "");
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--parallel",
+        "3",
+        "--until-done",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let bases: Vec<String> = (2..=4)
+        .map(|n| env.transcript(n)[0]["base"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        bases.iter().all(|b| *b == bases[0]),
+        "not all three ran at once: {bases:?}"
+    );
+    assert_eq!(
+        env.on_main("features.json")
+            .unwrap()
+            .matches("\"passes\": true")
+            .count(),
+        3
+    );
+}
