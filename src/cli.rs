@@ -121,6 +121,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write one self-contained HTML report: features, charts, verdicts, stuck features.
+    Report {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Where to write it (default DIR/.longrun/report.html).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Print a shell completion script (for example: longrun completions bash > ~/.local/share/bash-completion/completions/longrun).
     Completions {
         /// The shell to complete for.

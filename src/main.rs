@@ -147,6 +147,11 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             print!("{}", longrun::view::show(&dir.dir, &session, json)?);
             Ok(Outcome::Done)
         }
+        Command::Report { dir, out } => {
+            let path = longrun::view::report(&dir.dir, out.as_deref())?;
+            println!("wrote {}", path.display());
+            Ok(Outcome::Done)
+        }
         Command::Demo { dir } => o::demo(o::DemoArgs { dir }).await,
         Command::CheckCommand { command, dir } => {
             print!(

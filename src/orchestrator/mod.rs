@@ -25,6 +25,7 @@ pub use control::{retry, stop};
 pub use demo::{demo, DemoArgs};
 pub use history::{FeatureStats, History, SessionRow};
 pub use init::{init, InitArgs};
+pub use lock::rfc3339;
 pub use project::{resolve_model, Project};
 pub use reporter::{Mode, Reporter};
 pub use run::{continue_run, ContinueArgs};

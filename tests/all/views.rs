@@ -421,3 +421,196 @@ fn quiet_on_a_terminal_prints_plain_lines() {
     assert!(screen.contains("  step 1: write_file"), "{screen}");
     assert!(!screen.contains("\x1b["), "no escape codes: {screen:?}");
 }
+
+/// The headless Chromium CI installs; the report test fails loudly without it.
+fn chromium() -> String {
+    for name in ["chromium", "chromium-browser"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .unwrap();
+        if found.status.success() {
+            return String::from_utf8_lossy(&found.stdout).trim().to_string();
+        }
+    }
+    panic!("chromium is not installed; the report test needs it: apt-get install -y chromium (.ci/run does this)");
+}
+
+/// Run headless Chromium on `page` with `args`, confined to `profile`, killed after two minutes.
+fn headless(page: &Path, profile: &Path, args: &[String]) -> std::process::Output {
+    let child = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .is_err()
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = tx.send(());
+    out
+}
+
+/// Distinct RGB colours in a PNG, and its size.
+fn png_colors(path: &Path) -> (usize, u32, u32) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(
+        channels >= 3,
+        "expected an RGB screenshot, got {:?}",
+        info.color_type
+    );
+    let colors: std::collections::HashSet<[u8; 3]> = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect();
+    (colors.len(), info.width, info.height)
+}
+
+#[test]
+fn report_is_one_self_contained_page_that_renders_in_chromium() {
+    let env = built_project();
+    let page = env.path("report.html");
+    let out = run_ok(
+        &env,
+        &[
+            "report",
+            "--dir",
+            &env.dir_arg(),
+            "--out",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out, format!("wrote {}\n", page.display()));
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Fetches nothing: no script, no stylesheet link, no external address.
+    for needle in [
+        "<script", "<link", "src=", "url(", "@import", "http://", "https://", "//",
+    ] {
+        let hits: Vec<_> = html
+            .match_indices(needle)
+            .map(|(i, _)| &html[i.saturating_sub(40)..i + 20])
+            .collect();
+        assert!(
+            hits.is_empty() || (needle == "//" && hits.iter().all(|h| !h.contains("=\"//"))),
+            "{needle} in the report: {hits:?}"
+        );
+    }
+    for href in html.split("href=\"").skip(1) {
+        assert!(
+            href.starts_with('#'),
+            "links stay in the page: {}",
+            &href[..30.min(href.len())]
+        );
+    }
+
+    let profile = tempfile::tempdir().unwrap();
+    let dom = headless(&page, profile.path(), &["--dump-dom".into()]);
+    assert!(dom.status.success(), "chromium --dump-dom: {}", text(&dom));
+    let dom = stdout(&dom);
+    assert!(
+        dom.contains("<title>longrun report: project</title>"),
+        "{dom}"
+    );
+    assert!(dom.contains(r#"<b id="passing">1/2</b>"#), "{dom}");
+    for id in ["chart-passing", "chart-tokens", "chart-cost"] {
+        assert!(dom.contains(&format!(r#"<svg id="{id}""#)), "no {id}");
+    }
+    // Three sessions: a point and a linked bar for each, and a row linking to its commit.
+    let passing = &dom[dom.find(r#"id="chart-passing""#).unwrap()..];
+    let passing = &passing[..passing.find("</svg>").unwrap()];
+    assert_eq!(passing.matches("<circle").count(), 3);
+    assert!(passing.contains("session 3: 1 of 2 passing"), "{passing}");
+    for (i, row) in env.log_json().iter().enumerate() {
+        let n = i + 1;
+        let commit = row["commit"].as_str().unwrap();
+        assert!(
+            dom.contains(&format!(r#"<tr id="session-{n}">"#)),
+            "no row for session {n}"
+        );
+        assert!(
+            dom.contains(&format!(r##"href="#commit-{commit}""##)),
+            "session {n} links to {commit}"
+        );
+        assert!(
+            dom.contains(&format!(r#"id="commit-{commit}""#)),
+            "commit {commit} is in the page"
+        );
+    }
+    assert!(dom.contains(r#"<tr data-verdict="accepted"><td><span class="badge accepted">accepted</span></td><td class="num">2</td></tr>"#), "{dom}");
+    assert!(dom.contains(r#"<tr data-verdict="rejected"><td><span class="badge rejected">rejected</span></td><td class="num">1</td></tr>"#), "{dom}");
+    assert!(dom.contains(r#"<tr data-feature="f1">"#) && dom.contains(r#"<tr data-feature="f2">"#));
+    assert!(
+        dom.contains("feature f1 failed"),
+        "the rejection's reason is shown"
+    );
+
+    let shot = env.path("report.png");
+    let out = headless(
+        &page,
+        profile.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,1800".into(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "chromium --screenshot: {}",
+        text(&out)
+    );
+    let (colors, width, height) = png_colors(&shot);
+    assert_eq!((width, height), (1280, 1800));
+    // A blank or unstyled page has a handful of colours; charts, badges and anti-aliased text have hundreds.
+    assert!(
+        colors > 200,
+        "the screenshot looks blank: {colors} distinct colours"
+    );
+}
+
+#[test]
+fn report_shows_stuck_features_with_their_reasons() {
+    let env = initialized_project();
+    let dir = env.dir_arg();
+    let model = env.model(json!({"*": []}));
+    let out = env.run(&["continue", "--dir", &dir, "--model", &model, "--until-done"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    run_ok(&env, &["report", "--dir", &dir]);
+    let html = std::fs::read_to_string(env.project().join(".longrun/report.html")).unwrap();
+    let stuck = &html[html.find(r#"<section id="stuck">"#).unwrap()..];
+    let stuck = &stuck[..stuck.find("</section>").unwrap()];
+    // f1 ran out of attempts; f2 had two when the run stopped on five failures in a row.
+    assert!(stuck.contains(r#"data-feature="f1""#), "{stuck}");
+    assert!(!stuck.contains(r#"data-feature="f2""#), "{stuck}");
+    assert!(stuck.contains("3 failed attempts"), "{stuck}");
+    assert!(
+        stuck.contains("still has passes: false"),
+        "the last reason is listed: {stuck}"
+    );
+    assert!(stuck.contains("longrun retry f1"), "{stuck}");
+}
