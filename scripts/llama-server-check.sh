@@ -60,3 +60,104 @@ if [ "${1:-}" = "--build-only" ]; then
     echo "built and cached in $cache"
     exit 0
 fi
+
+# --- 3. longrun, and a scratch dir for the run ---
+bin="${LONGRUN_BIN:-}"
+if [ -z "$bin" ]; then
+    step "building longrun"
+    (cd "$here" && cargo build --quiet)
+    bin="$here/target/debug/longrun"
+fi
+work="$(mktemp -d -t longrun-llama-check.XXXXXX)"
+proj="$work/project"
+base="http://127.0.0.1:$port/v1"
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+# --- 4. serve the model on 127.0.0.1 ---
+step "serving SmolLM2-135M-Instruct at $base"
+"$server" -m "$gguf" --host 127.0.0.1 --port "$port" --ctx-size 16384 --jinja \
+    >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    kill -0 "$server_pid" 2>/dev/null || { tail -20 "$work/server.log"; fail "llama-server exited"; }
+    sleep 1
+done
+curl -sf "http://127.0.0.1:$port/health" >/dev/null || fail "llama-server did not come up; see $work/server.log"
+
+# --- 5. init and one continue session through openai: --base-url ---
+# Small budgets: a 135M model on a CPU is slow and rarely converges.
+mkdir -p "$proj"
+cat >"$proj/longrun.toml" <<TOML
+[model]
+provider = "openai"
+name = "smollm2-135m-instruct"
+max_output_tokens = 512
+first_byte_timeout_secs = 600
+max_tries = 3
+
+[budget]
+steps = 6
+wall_time_secs = 900
+
+[harness]
+check_rounds = 1
+TOML
+cat >"$work/spec.md" <<'SPEC'
+# Hello
+
+Write a file `hello.txt` that contains the word hello.
+SPEC
+# No key: a local server needs none, and none may be needed.
+unset LONGRUN_API_KEY OPENAI_API_KEY ANTHROPIC_API_KEY LONGRUN_MODEL LONGRUN_BASE_URL
+
+step "longrun init"
+set +e
+"$bin" init "$work/spec.md" --dir "$proj" --model openai:smollm2-135m-instruct --base-url "$base" --quiet
+init_rc=$?
+step "longrun continue --sessions 1"
+"$bin" continue --dir "$proj" --base-url "$base" --sessions 1 --quiet
+continue_rc=$?
+set -e
+
+# --- 6. judge: documented exit codes, a verdict with reasons for every
+#        session, and no request the server refused ---
+step "results (init exit $init_rc, continue exit $continue_rc)"
+"$bin" log --dir "$proj"
+case "$init_rc" in 0|1) ;; *) fail "init exited $init_rc, not a documented outcome";; esac
+case "$continue_rc" in 0|1|3) ;; *) fail "continue exited $continue_rc, not a documented outcome";; esac
+"$bin" log --dir "$proj" --json >"$work/log.json"
+python3 - "$work/log.json" "$proj/.longrun/sessions" <<'PY'
+import json, pathlib, sys
+log = json.load(open(sys.argv[1]))
+sessions = pathlib.Path(sys.argv[2])
+problems = []
+if len(log) < 2:
+    problems.append(f"expected the init session and a continue session, got {len(log)}")
+for s in log:
+    if not s.get("verdict"):
+        problems.append(f"session {s.get('session')} has no verdict")
+    elif s["verdict"] != "accepted" and not s.get("reasons"):
+        problems.append(f"session {s['session']} was {s['verdict']} without a reason")
+requests = 0
+for t in sorted(sessions.glob("*/transcript.jsonl")):
+    for line in t.read_text().splitlines():
+        e = json.loads(line)
+        if e["type"] == "request":
+            requests += 1
+        if e["type"] in ("model_error", "retry"):
+            text = e.get("message") or e.get("reason") or ""
+            if any(f"{code} " in text for code in ("400", "404", "413", "422", "500")):
+                problems.append(f"{t.parent.name}: the server refused a request: {text[:300]}")
+print(f"{len(log)} sessions, {requests} model requests")
+for s in log:
+    print(f"  session {s['session']}: {s['verdict']}: {'; '.join(s.get('reasons') or []) or 'verified'}")
+if problems:
+    print("\n".join("PROBLEM: " + p for p in problems))
+    sys.exit(1)
+PY
+echo "CHECK PASSED: the real server took every request; every session has a clear verdict ($work)"

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
+use super::worker::CostLimit;
 use super::{lock, recover, resolve_model, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
@@ -115,8 +116,8 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
 struct Tally {
     started: Instant,
     ran: u32,
-    /// USD the sessions of this run have cost.
-    cost_usd: f64,
+    /// `--max-cost` and what the run's sessions have spent against it.
+    cost_limit: Option<Arc<CostLimit>>,
     /// Reasons of the sessions in the current streak without acceptance.
     streak: Vec<String>,
 }
@@ -145,7 +146,7 @@ pub async fn run_sessions(
     let mut tally = Tally {
         started: Instant::now(),
         ran: 0,
-        cost_usd: 0.0,
+        cost_limit: args.max_cost.map(|max| Arc::new(CostLimit::new(max))),
         streak: Vec::new(),
     };
     let parallel = args.parallel.max(1) as usize;
@@ -170,7 +171,7 @@ pub async fn run_sessions(
                 number,
                 role: Role::Worker,
                 feature: Some(feature),
-                cost_limit: args.max_cost.map(|max| max - tally.cost_usd),
+                cost_limit: tally.cost_limit.clone(),
             };
             tally.ran += 1;
             running.push(run_session(
@@ -185,7 +186,6 @@ pub async fn run_sessions(
         };
         let outcome = result?;
         in_flight.retain(|id| Some(id) != outcome.feature.as_ref());
-        tally.cost_usd += outcome.cost_usd;
         if let Some(done) = stop_after(&outcome, interrupt) {
             ending.get_or_insert(done);
             continue;
@@ -231,14 +231,13 @@ fn limit_reached(
             Outcome::Done
         }));
     }
-    if let Some(max) = args.max_cost {
-        if tally.cost_usd >= max {
-            reporter.line(&format!(
-                "stopping: the run has cost ${:.4}, reaching --max-cost {max}",
-                tally.cost_usd
-            ));
-            return Ok(Some(Outcome::StoppedEarly));
-        }
+    if let Some(cost) = tally.cost_limit.as_ref().filter(|c| c.reached()) {
+        reporter.line(&format!(
+            "stopping: the run has cost ${:.4}, reaching --max-cost {}",
+            cost.spent(),
+            cost.max_usd
+        ));
+        return Ok(Some(Outcome::StoppedEarly));
     }
     if let Some(hours) = args.max_hours {
         if tally.started.elapsed() >= Duration::from_secs_f64(hours.max(0.0) * 3600.0) {

@@ -11,7 +11,7 @@ use git2::Oid;
 
 use super::record::{self, Record};
 use super::verify::{self, CheckRun};
-use super::worker::{self as serve, Launch, Stop, WorkerRun};
+use super::worker::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use super::{Project, Reporter, Verdict};
 use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::{Feature, FeatureList};
@@ -30,8 +30,8 @@ pub struct SessionPlan {
     pub number: u32,
     pub role: Role,
     pub feature: Option<Feature>,
-    /// USD the session may spend before it is stopped, when the run has a `--max-cost`.
-    pub cost_limit: Option<f64>,
+    /// The run's `--max-cost`; the session is stopped once the run reaches it.
+    pub cost_limit: Option<Arc<CostLimit>>,
 }
 
 /// How it ended.
@@ -126,7 +126,7 @@ pub async fn run_session(
         env: crate::sandbox::session_env(&spec),
         wall_time: Duration::from_secs(project.config.budget.wall_time_secs),
         grace: Duration::from_secs(project.config.run.grace_secs),
-        cost_limit: plan.cost_limit,
+        cost_limit: plan.cost_limit.clone(),
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 

@@ -65,8 +65,39 @@ pub struct Launch<'a> {
     pub env: Vec<(String, String)>,
     pub wall_time: Duration,
     pub grace: Duration,
-    /// USD this session may spend before it is stopped (what `--max-cost` leaves).
-    pub cost_limit: Option<f64>,
+    /// The run's `--max-cost`, shared by the sessions running at once.
+    pub cost_limit: Option<Arc<CostLimit>>,
+}
+
+/// `--max-cost`: what the run's sessions have spent so far, live, against the limit.
+#[derive(Debug)]
+pub struct CostLimit {
+    pub max_usd: f64,
+    spent: std::sync::Mutex<f64>,
+}
+
+impl CostLimit {
+    pub fn new(max_usd: f64) -> CostLimit {
+        CostLimit {
+            max_usd,
+            spent: std::sync::Mutex::new(0.0),
+        }
+    }
+
+    pub fn spent(&self) -> f64 {
+        *self.spent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count `usd`; true once the run has reached the limit.
+    pub fn add(&self, usd: f64) -> bool {
+        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        *spent += usd;
+        *spent >= self.max_usd
+    }
+
+    pub fn reached(&self) -> bool {
+        self.spent() >= self.max_usd
+    }
 }
 
 /// Start the worker and serve it until it exits or is stopped.
@@ -151,9 +182,11 @@ pub async fn serve(
                         break;
                     }
                 };
+                let spent_before = run.cost_usd;
                 let answer = answer(result, index, &mut run, transcript, stops.take_notice())?;
                 reporter.model_usage(launch.number, run.usage, run.cost_usd);
-                if launch.cost_limit.is_some_and(|limit| run.cost_usd >= limit) {
+                let spent = run.cost_usd - spent_before;
+                if launch.cost_limit.as_ref().is_some_and(|c| c.add(spent)) {
                     run.stop = Stop::CostLimit;
                     break;
                 }

@@ -35,6 +35,8 @@ pub enum Reply {
     Stream { pieces: Vec<Vec<u8>>, cut: bool },
     /// Read the request, then reset the connection.
     Reset,
+    /// Start a stream with `first`, then fall silent for `wait` and hang up.
+    Stall { first: Vec<u8>, wait: Duration },
     /// Wait, then reply.
     Slow(Duration, Box<Reply>),
 }
@@ -157,6 +159,14 @@ fn send(conn: &mut TcpStream, reply: Reply) {
             send(conn, *then)
         }
         Reply::Reset => reset(conn),
+        Reply::Stall { first, wait } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(format!("{:x}\r\n", first.len()).as_bytes());
+            let _ = conn.write_all(&first);
+            let _ = conn.write_all(b"\r\n");
+            std::thread::sleep(wait);
+        }
         Reply::Body {
             status,
             headers,

@@ -482,6 +482,48 @@ fn a_slow_first_byte_times_out_and_is_retried() {
 }
 
 #[test]
+fn a_stream_that_falls_silent_times_out_and_is_retried() {
+    let first = initializer(&one_feature())[0].clone();
+    let sse = openai_events(&first, 1);
+    let stall = Reply::Stall {
+        first: sse.as_bytes()[..sse.len() / 2].to_vec(),
+        wait: std::time::Duration::from_secs(3),
+    };
+    let (env, server, out) = init_after(stall, Wire::Openai, "idle_timeout_secs = 0.3");
+    survived_one_retry(&env, &server, &out, "the stream was silent for 0.3 s");
+}
+
+#[test]
+fn a_server_that_is_not_there_is_tried_max_tries_times() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let env = Env::new();
+    std::fs::create_dir_all(env.project()).unwrap();
+    std::fs::write(
+        env.project().join("longrun.toml"),
+        format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+             max_tries = 2\nretry_base_secs = 0.01\n"
+        ),
+    )
+    .unwrap();
+    let out = init(&env);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let retries = entries(&env, 1, "retry");
+    assert_eq!(retries.len(), 1);
+    assert!(
+        retries[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Connection refused"),
+        "{retries:?}"
+    );
+    let reasons = trailer(&env, "Longrun-Reason");
+    assert!(reasons[0].contains("gave up after 2 tries"), "{reasons:?}");
+}
+
+#[test]
 fn a_server_that_refuses_streaming_is_asked_without_it() {
     let refuse = Reply::Body {
         status: 400,
@@ -651,4 +693,52 @@ fn max_cost_stops_the_session_that_crosses_it_and_starts_no_other() {
     let reason = env.git(&["log", "-1", "--format=%B"]);
     assert!(reason.contains("--max-cost"), "{reason}");
     assert_eq!(trailer(&env, "Longrun-Cost-USD")[0], "1.8000");
+}
+
+#[test]
+fn max_cost_is_one_limit_for_sessions_running_in_parallel() {
+    let env = Env::new();
+    let prices = "price_in_per_mtok = 600.0\nprice_out_per_mtok = 0.0";
+    let two = features(&[
+        ("F001", false, "test -f a.txt"),
+        ("F002", false, "test -f b.txt"),
+    ]);
+    let mut script = stream_turns(Wire::Openai, &initializer(&two), 1);
+    let busy: Vec<Value> = (0..8)
+        .map(|i| turn(vec![bash(&format!("echo {i}"))]))
+        .collect();
+    script.extend(stream_turns(Wire::Openai, &json!(busy), 10));
+    let server = MockServer::start(Wire::Openai, script);
+    prepare(&env, &server, "openai:gpt-4o", prices);
+    let out = init(&env);
+    assert!(out.status.success(), "{}", text(&out));
+    let before = server.requests().len();
+    let out = run(
+        &env,
+        &[
+            "continue",
+            "--dir",
+            &env.dir_arg(),
+            "--until-done",
+            "--parallel",
+            "2",
+            "--max-cost",
+            "1.5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    // $0.60 an answer: the third crosses $1.50; the other session stops at its next answer.
+    let answered = server.requests().len() - before;
+    assert!((3..=4).contains(&answered), "{answered} answers");
+    let verdicts = trailer(&env, "Longrun-Verdict");
+    assert_eq!(
+        verdicts,
+        ["incomplete", "incomplete", "accepted"],
+        "no third session"
+    );
+    let reasons = trailer(&env, "Longrun-Reason");
+    assert!(
+        reasons.iter().filter(|r| r.contains("--max-cost")).count() >= 2,
+        "{reasons:?}"
+    );
 }
