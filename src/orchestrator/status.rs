@@ -43,6 +43,7 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
             "unrecorded_sessions": unrecorded,
             "running_pid": running.as_ref().map(|h| h.pid),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
+            "sandbox": {"profile": project.profile.name, "network": project.profile.network.as_str()},
         });
         return Ok(serde_json::to_string_pretty(&value)? + "\n");
     }
@@ -104,7 +105,17 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
         history.sessions.len(),
         history.cost()
     ));
+    out.push_str(&sandbox_line(&project.profile));
     Ok(out)
+}
+
+/// The profile sessions run under; the host network is called out, being unconfined.
+fn sandbox_line(profile: &crate::sandbox::Profile) -> String {
+    let network = match profile.network {
+        crate::sandbox::Network::Host => "host (not confined)",
+        other => other.as_str(),
+    };
+    format!("sandbox: profile {}, network {network}\n", profile.name)
 }
 
 pub fn log(dir: &Path, as_json: bool) -> anyhow::Result<String> {

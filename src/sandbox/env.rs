@@ -2,8 +2,9 @@
 
 use super::SandboxSpec;
 
-/// Variables passed through from the parent when set.
-const PASSED: &[&str] = &["PATH", "LANG", "TERM", "TZ"];
+/// Variables passed through from the parent when set. The Landlock ABI cap
+/// only ever lowers what is enforced, so it may pass.
+const PASSED: &[&str] = &["PATH", "LANG", "TERM", "TZ", super::landlock::ABI_CAP_ENV];
 
 /// The environment a session (or a verification run) gets: an allowlist of
 /// the parent's variables, a git identity, HOME and TMPDIR in the session,

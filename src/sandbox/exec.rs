@@ -49,9 +49,16 @@ pub fn run_sandbox(args: SandboxArgs) -> ExitCode {
         }
     };
     let env = session_env(&spec);
-    if let Err(e) = confine(&spec) {
-        eprintln!("longrun sandbox: cannot confine: {e:#}");
-        return ExitCode::from(1);
+    match confine(&spec) {
+        Ok(enforcement) => {
+            for warning in &enforcement.warnings {
+                eprintln!("longrun sandbox: not enforced: {warning}");
+            }
+        }
+        Err(e) => {
+            eprintln!("longrun sandbox: cannot confine: {e:#}");
+            return ExitCode::from(1);
+        }
     }
     exec(&args.argv, Some(env))
 }

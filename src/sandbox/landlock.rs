@@ -90,11 +90,19 @@ pub fn missing_features(abi: i32, network: Network) -> Vec<String> {
 
 /// Build the ruleset for `spec` and restrict the calling thread with it.
 pub fn restrict(spec: &SandboxSpec) -> anyhow::Result<LandlockOutcome> {
-    let abi = kernel_abi();
+    let abi = usable_abi();
     let network = spec.profile.network;
-    let status = ruleset(spec, network)?;
     let missing = missing_features(abi, network);
-    let layer = describe(&status, abi, network);
+    if abi < 1 {
+        let layer = "landlock: not available".to_string();
+        return Ok(LandlockOutcome {
+            abi,
+            layer,
+            missing,
+        });
+    }
+    let status = ruleset(spec, network, ABI::from(abi.min(TESTED_ABI as i32)))?;
+    let layer = describe(&status, abi, network, missing.is_empty());
     Ok(LandlockOutcome {
         abi,
         layer,
@@ -102,17 +110,32 @@ pub fn restrict(spec: &SandboxSpec) -> anyhow::Result<LandlockOutcome> {
     })
 }
 
-fn ruleset(spec: &SandboxSpec, network: Network) -> anyhow::Result<RestrictionStatus> {
-    let all = AccessFs::from_all(TESTED_ABI);
-    let read_exec = AccessFs::from_read(TESTED_ABI);
-    let device = AccessFs::from_file(TESTED_ABI) & !AccessFs::Execute;
+/// Makes longrun enforce only what a kernel with that Landlock ABI could, to
+/// try a profile (and its `landlock` mode) as an older kernel would run it.
+pub const ABI_CAP_ENV: &str = "LONGRUN_LANDLOCK_ABI";
+
+/// The kernel's ABI, lowered by [`ABI_CAP_ENV`] when that is set.
+fn usable_abi() -> i32 {
+    let kernel = kernel_abi();
+    let cap = std::env::var(ABI_CAP_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    cap.map_or(kernel, |c| c.min(kernel)).max(0)
+}
+
+fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<RestrictionStatus> {
+    let all = AccessFs::from_all(abi);
+    let read_exec = AccessFs::from_read(abi);
+    let device = AccessFs::from_file(abi) & !AccessFs::Execute;
     let mut ruleset = Ruleset::default().handle_access(all)?;
-    if network == Network::None {
+    if network == Network::None && abi >= ABI::V4 {
         // Handled with no rule allowing them: no TCP bind, no TCP connect.
-        ruleset = ruleset.handle_access(AccessNet::from_all(TESTED_ABI))?;
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+    }
+    if abi >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::from_all(abi))?;
     }
     let created = ruleset
-        .scope(Scope::from_all(TESTED_ABI))?
         .create()?
         .add_rules(path_beneath_rules(SYSTEM_DIRS, read_exec))?
         .add_rules(path_beneath_rules(
@@ -146,19 +169,21 @@ fn writable_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
     paths
 }
 
-fn describe(status: &RestrictionStatus, abi: i32, network: Network) -> String {
+/// `complete`: nothing the profile asks is beyond the (possibly capped) ABI.
+fn describe(status: &RestrictionStatus, abi: i32, network: Network, complete: bool) -> String {
     let how = match status.ruleset {
-        RulesetStatus::FullyEnforced => "fully enforced",
-        RulesetStatus::PartiallyEnforced => "partially enforced",
+        RulesetStatus::FullyEnforced if complete => "fully enforced",
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => "partially enforced",
         RulesetStatus::NotEnforced => "not enforced",
+    };
+    let net = if network == Network::None && abi >= 4 {
+        ", no TCP"
+    } else {
+        ""
     };
     let abi = match status.landlock {
         LandlockStatus::Available { .. } => format!("ABI {abi}"),
         _ => "unavailable".to_string(),
-    };
-    let net = match network {
-        Network::None => ", no TCP",
-        _ => "",
     };
     format!("landlock: {how} ({abi}; writes only in the workspace, tmp and home{net})")
 }

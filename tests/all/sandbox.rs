@@ -449,6 +449,69 @@ fn writing_past_the_file_size_limit_fails() {
     }
 }
 
+#[test]
+fn a_memory_hog_fails_to_allocate_and_the_machine_is_fine() {
+    // 1.5 GiB of address space, not touched: cheap to grant, but past the limit.
+    let script = "/usr/bin/python3 -c 'import mmap\ntry:\n    m = mmap.mmap(-1, 3 << 29); print(\"hog: allocated\")\n\
+        except OSError as e: print(\"hog: failed\", e.errno)'";
+    for user in users() {
+        let place = Place::new(user);
+        let profile = place.profile("small.toml", SMALL_LIMITS);
+        let o = place.run(user, &["--profile", profile.to_str().unwrap()], script);
+        let said = out(&o);
+        assert!(said.contains("hog: failed 12"), "{user:?}: {said}");
+        // The control: without the limit the same allocation succeeds.
+        let o = place.run(user, &[], script);
+        assert!(out(&o).contains("hog: allocated"), "{user:?}: {}", text(&o));
+    }
+}
+
+const BEST_EFFORT: &str =
+    "description = \"whatever the kernel enforces\"\nlandlock = \"best-effort\"\n\
+    [limits]\nprocesses = 256\nmemory_mb = 2048\nfile_size_mb = 64\nopen_files = 256\n";
+
+#[test]
+fn a_kernel_without_everything_is_refused_unless_the_profile_is_best_effort() {
+    let place = Place::new(User::Me);
+    let o = place
+        .command(User::Me, &[], "echo ran")
+        .env("LONGRUN_LANDLOCK_ABI", "3")
+        .output()
+        .unwrap();
+    let said = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(!said.contains("ran"), "{said}");
+    assert!(
+        said.contains("TCP bind and connect rules (ABI 4)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("signal and abstract Unix socket scoping (ABI 6)"),
+        "{said}"
+    );
+    assert!(said.contains("best-effort"), "the fix is named: {said}");
+
+    let profile = place.profile("be.toml", BEST_EFFORT);
+    let real = place.home().display().to_string();
+    let o = place
+        .command(
+            User::Me,
+            &["--profile", profile.to_str().unwrap()],
+            &format!("echo ran; cat {real}/secret.txt"),
+        )
+        .env("LONGRUN_LANDLOCK_ABI", "3")
+        .output()
+        .unwrap();
+    let said = out(&o);
+    assert!(said.contains("ran"), "{said}");
+    assert!(
+        said.contains("not enforced: landlock TCP bind and connect rules (ABI 4)"),
+        "{said}"
+    );
+    // What ABI 3 enforces still holds.
+    assert!(!said.contains("TOP-SECRET"), "{said}");
+}
+
 // ---- controls ----
 
 #[test]
@@ -629,6 +692,61 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
         "Longrun-Sandbox: seccomp:",
         "Longrun-Sandbox: landlock: fully enforced",
         "Longrun-Sandbox: network: none",
+    ] {
+        assert!(
+            message.contains(needle),
+            "missing {needle:?} in:\n{message}"
+        );
+    }
+}
+
+#[test]
+fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded() {
+    let features = common::features(&[("F001", false, "true")]);
+    let init = |env: &Env| {
+        let model = env.model(serde_json::json!({ "1": common::initializer(&features) }));
+        let spec = env.write("spec.md", "# spec\n");
+        env.longrun()
+            .args([
+                "init",
+                spec.to_str().unwrap(),
+                "--dir",
+                &env.dir_arg(),
+                "--model",
+                &model,
+            ])
+            .env("LONGRUN_LANDLOCK_ABI", "3")
+            .output()
+            .unwrap()
+    };
+    // The default profile requires everything: the worker refuses to start.
+    let env = Env::new();
+    let o = init(&env);
+    assert!(!o.status.success(), "{}", text(&o));
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(message.contains("Longrun-Verdict: failed"), "{message}");
+    assert!(
+        message.contains("TCP bind and connect rules (ABI 4)"),
+        "{message}"
+    );
+
+    // A best-effort profile runs, and the trailers say what was not enforced.
+    let env = Env::new();
+    let profile = env.write("be.toml", BEST_EFFORT);
+    std::fs::create_dir_all(env.project()).unwrap();
+    std::fs::write(
+        env.project().join("longrun.toml"),
+        format!("[sandbox]\nprofile = \"{}\"\n", profile.display()),
+    )
+    .unwrap();
+    let o = init(&env);
+    assert!(o.status.success(), "{}", text(&o));
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(message.contains("Longrun-Verdict: accepted"), "{message}");
+    for needle in [
+        "Longrun-Sandbox: landlock: partially enforced (ABI 3;",
+        "Longrun-Sandbox: not enforced: landlock TCP bind and connect rules (ABI 4)",
+        "Longrun-Sandbox: not enforced: landlock signal and abstract Unix socket scoping (ABI 6)",
     ] {
         assert!(
             message.contains(needle),
