@@ -161,13 +161,16 @@ fn limit(place: &Place, files: &[(&str, String)]) -> Option<PathBuf> {
     if place.v2 {
         enable_controllers(&place.dir, files);
     }
-    let dir = (0..8)
-        .map(|_| {
-            place
-                .dir
-                .join(format!("longrun-{:016x}", rand::random::<u64>()))
-        })
-        .find(|dir| std::fs::create_dir(dir).is_ok())?;
+    // Another sandbox's clean-up may remove a new cgroup before we are in it
+    // (it is empty until then): try again under a new name.
+    (0..3).find_map(|_| enter_new(place, files))
+}
+
+fn enter_new(place: &Place, files: &[(&str, String)]) -> Option<PathBuf> {
+    let dir = place
+        .dir
+        .join(format!("longrun-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir(&dir).ok()?;
     let written = files
         .iter()
         .all(|(name, value)| std::fs::write(dir.join(name), value).is_ok())
