@@ -37,7 +37,7 @@ pub const BASH_DENY: &[(&str, &str)] = &[
         "changes git settings outside the project",
     ),
     (
-        "git config *core.hooksPath*",
+        "git *core.hooksPath*",
         "points git at hooks that would run outside the session",
     ),
     ("mkfs*", "formats a disk"),
@@ -61,6 +61,7 @@ pub const BASH_ASK: &[&str] = &[
     "find * -ok *",
     "find * -okdir *",
     "find * -delete*",
+    "git -c *",
     "git clone *",
     "git fetch *",
     "git pull *",

@@ -343,7 +343,17 @@ fn path_checks(inv: &Invocation, workspace: &Path, line: &str) -> Vec<Decision> 
             removal_checks(args, cwd, workspace, line, inv.stdin_args)
         }
         "dd" => dd_checks(args, cwd, workspace, line),
-        "cp" | "mv" | "install" | "ln" => {
+        // mv also removes its sources.
+        "mv" => operands(args)
+            .into_iter()
+            .filter_map(|a| write_check(a, cwd, workspace, line))
+            .collect(),
+        "sed" | "perl" if edits_in_place(args) => operands(args)
+            .into_iter()
+            .skip(1)
+            .filter_map(|a| write_check(a, cwd, workspace, line))
+            .collect(),
+        "cp" | "install" | "ln" => {
             let dest = target_dir_option(args).or_else(|| operands(args).last().copied());
             dest.into_iter()
                 .filter_map(|d| write_check(d, cwd, workspace, line))
@@ -360,6 +370,14 @@ fn path_checks(inv: &Invocation, workspace: &Path, line: &str) -> Vec<Decision> 
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// `sed -i` / `perl -i` rewrite the files they are given.
+fn edits_in_place(args: &[Arg]) -> bool {
+    args.iter().any(|a| {
+        let t = a.text();
+        t.starts_with("-i") || t == "--in-place" || (t.starts_with("-p") && t.contains('i'))
+    })
 }
 
 /// `-t DIR` / `--target-directory=DIR` of cp, mv, install, ln.

