@@ -231,14 +231,49 @@ impl Default for ToolsSection {
     }
 }
 
+/// The line a span starts on, quoted, so the message names the field even
+/// when the parser's message does not.
+fn source_line(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let Some(start) = span.map(|s| s.start.min(text.len())) else {
+        return String::new();
+    };
+    let line_start = text
+        .get(..start)
+        .and_then(|b| b.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let line = text
+        .get(line_start..)
+        .and_then(|t| t.lines().next())
+        .unwrap_or("")
+        .trim();
+    if line.is_empty() {
+        String::new()
+    } else {
+        format!(" (`{}`)", crate::view::text::truncate(line, 60))
+    }
+}
+
+/// `:LINE:COLUMN` of where a span starts, so that a parse error stays one line.
+fn position(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let Some(start) = span.map(|s| s.start.min(text.len())) else {
+        return String::new();
+    };
+    let before = text.get(..start).unwrap_or("");
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!(":{line}:{column}")
+}
+
 impl Config {
     /// Parse `text`, naming `origin` (the file) in any error.
     pub fn parse(text: &str, origin: &Path) -> anyhow::Result<Config> {
         let config: Config = toml::from_str(text).map_err(|e| {
             bad_input(format!(
-                "{} is not valid: {}; fix that field or remove it to use the default",
+                "{}{} is not valid{}: {}; fix that field or remove it to use the default",
                 origin.display(),
-                e.to_string().trim_end()
+                position(text, e.span()),
+                source_line(text, e.span()),
+                e.message().trim_end()
             ))
         })?;
         // Bad glob patterns are caught here, not when a session starts.

@@ -128,7 +128,7 @@ impl ScriptedProvider {
         let text = std::fs::read_to_string(path)
             .map_err(|e| {
                 bad_input(format!(
-                    "cannot read scripted model {}: {e}",
+                    "cannot read scripted model {}: {e}; check the path given by --model, LONGRUN_MODEL or [model] in longrun.toml",
                     path.display()
                 ))
             })

@@ -59,7 +59,7 @@ impl ModelSpec {
         })?;
         if name.is_empty() {
             return Err(bad_input(format!(
-                "model `{text}` names no model after `{prefix}:`"
+                "model `{text}` names no model after `{prefix}:`; write it as PROVIDER:NAME, one of {KNOWN}"
             )));
         }
         Self::from_parts(prefix, name, base)

@@ -45,7 +45,12 @@ fn read_spec(path: &Path) -> anyhow::Result<String> {
 pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     let spec_text = read_spec(&args.spec)?;
     std::fs::create_dir_all(&args.dir)
-        .map_err(|e| bad_input(format!("cannot create {}: {e}", args.dir.display())))?;
+        .map_err(|e| {
+            bad_input(format!(
+                "cannot create the project directory {}: {e}; pass --dir with a directory to create or an empty one",
+                args.dir.display()
+            ))
+        })?;
     let dir = args.dir.canonicalize()?;
     let spec_path = args.spec.canonicalize()?;
     let repo = repo::init_or_open(&dir)?;

@@ -26,6 +26,14 @@ pub struct RunLock {
     _file: Flock<File>,
 }
 
+impl Drop for RunLock {
+    /// A run that ends cleanly leaves no holder behind, so the next run has
+    /// no stale lock to report and `status` shows no run in progress.
+    fn drop(&mut self) {
+        let _ = self._file.set_len(0);
+    }
+}
+
 /// Take the project's lock, or fail (exit 2) naming the run that holds it.
 /// A lock file left by a dead run is taken over with a notice.
 pub fn acquire(longrun_dir: &Path) -> anyhow::Result<RunLock> {

@@ -9,6 +9,7 @@ mod failpoint;
 mod history;
 mod init;
 mod lock;
+mod preflight;
 mod project;
 mod record;
 mod recover;

@@ -32,7 +32,7 @@ impl Project {
         };
         if !dir.is_dir() {
             return Err(bad_input(format!(
-                "{} does not exist or is not a directory",
+                "{} does not exist or is not a directory; pass --dir with the project's directory",
                 dir.display()
             )));
         }

@@ -94,6 +94,7 @@ fn next_feature_besides(
 
 pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let project = Project::open(&args.dir)?;
+    super::preflight::check(&project)?;
     let spec = resolve_model(args.model.as_deref(), &project.config, &project.dir)?;
     let provider = open_provider(&spec, &project.config.model, args.base_url.as_deref())?;
     let _lock = lock::acquire(&project.longrun_dir())?;

@@ -7,6 +7,7 @@ mod common;
 mod mock_server;
 
 mod e2e;
+mod errors;
 mod permissions;
 mod providers;
 mod resume;
