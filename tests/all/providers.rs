@@ -405,13 +405,15 @@ fn survived_one_retry(env: &Env, server: &MockServer, out: &Output, why: &str) -
 }
 
 #[test]
-fn a_500_is_retried() {
+fn a_500_is_retried_and_show_tells_of_it() {
     let (env, server, out) = init_after(error(500, "upstream broke", &[]), Wire::Openai, "");
-    survived_one_retry(
-        &env,
-        &server,
-        &out,
-        "500 Internal Server Error: upstream broke",
+    let why = "500 Internal Server Error: upstream broke";
+    survived_one_retry(&env, &server, &out, why);
+    let show = run(&env, &["show", "1", "--dir", &env.dir_arg()]);
+    assert!(
+        stdout(&show).contains(&format!("retry: try 1 failed ({why})")),
+        "{}",
+        text(&show)
     );
 }
 
