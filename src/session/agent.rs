@@ -58,6 +58,8 @@ pub struct AgentLoop<'a> {
     loop_notices: u32,
     check_rounds: u32,
     last_text: String,
+    /// The orchestrator asked the session to stop: no more check rounds.
+    stopping: bool,
     /// Time spent waiting for the model and in tools: the rest is the harness's own.
     waiting: Duration,
 }
@@ -116,6 +118,7 @@ impl<'a> AgentLoop<'a> {
             loop_notices: 0,
             check_rounds: 0,
             last_text: String::new(),
+            stopping: false,
             waiting: Duration::ZERO,
         }
     }
@@ -156,6 +159,7 @@ impl<'a> AgentLoop<'a> {
             }
         };
         let calls = response.tool_calls;
+        self.stopping |= notice.is_some();
         self.last_text = response.text.clone();
         self.conversation
             .push_assistant(response.text, &calls, describe);
@@ -325,6 +329,7 @@ impl<'a> AgentLoop<'a> {
         let mut child = AgentLoop::subagent(self, prompt);
         let outcome = child.run(link)?;
         self.budget.absorb(&child.budget);
+        self.stopping |= child.stopping;
         self.event(
             link,
             SessionEvent::Notice {
@@ -400,6 +405,10 @@ impl<'a> AgentLoop<'a> {
 
     /// The model stopped calling tools: run the checks while rounds remain.
     fn before_end(&mut self, link: &mut WorkerLink) -> anyhow::Result<Flow> {
+        if self.stopping {
+            let reason = Some("stopped: the run was interrupted".to_string());
+            return Ok(Flow::End(self.end(WorkerEnd::Stopped, reason)));
+        }
         let rounds = self.harness.settings.check_rounds;
         let Some(checks) = self.harness.checks.filter(|_| self.check_rounds < rounds) else {
             return Ok(Flow::End(self.end(WorkerEnd::Completed, None)));

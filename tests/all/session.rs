@@ -547,3 +547,46 @@ fn near_the_window_the_model_writes_a_handoff_summary_and_the_session_goes_on_fr
     assert_eq!(compacted.len(), 1);
     assert!(compacted[0]["event"]["tokens_before"].as_u64().unwrap() > 5600);
 }
+
+#[test]
+fn the_same_failure_after_three_edits_and_an_ab_alternation_are_loops() {
+    let fail = || turn(vec![bash("echo 'assertion failed: 2 == 3'; exit 1")]);
+    let edit = |c: &str| turn(vec![write_file("src.txt", c)]);
+    let (a, b) = (
+        || turn(vec![bash("cat src.txt")]),
+        || turn(vec![bash("ls")]),
+    );
+    let env = project_with(
+        json!([
+            fail(),
+            edit("1"),
+            edit("2"),
+            edit("3"),
+            fail(),
+            a(),
+            b(),
+            a(),
+            b(),
+            a(),
+            b(),
+            a()
+        ]),
+        &[],
+        &[],
+    );
+    continue_one(&env);
+    let requests = env.requests(2);
+    let first = user_texts(&requests[5]);
+    assert!(
+        first.last().unwrap().starts_with(
+            "[harness] Loop detected: `echo 'assertion failed: 2 == 3'; exit 1` failing with the same output after 3 edits."
+        ),
+        "{first:?}"
+    );
+    assert_eq!(requests.len(), 11, "the alternation ends the session");
+    let msg = last_verdict(&env);
+    assert!(
+        msg.contains("Longrun-Reason: incomplete: stuck in a loop: the same two calls alternating 3 times (cat src.txt / ls)"),
+        "{msg}"
+    );
+}
