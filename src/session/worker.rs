@@ -53,8 +53,10 @@ fn run_session(
     link: &mut WorkerLink,
 ) -> WorkerReport {
     let started = Instant::now();
-    let policy = match crate::permissions::Policy::new(&config.permissions) {
-        Ok(policy) => policy,
+    let policies = crate::permissions::Policy::new(&config.permissions)
+        .and_then(|p| Ok((p, crate::permissions::Policy::new(&config.permissions)?)));
+    let (policy, subagent_policy) = match policies {
+        Ok(both) => both,
         Err(e) => {
             return WorkerReport {
                 ended: WorkerEnd::Failed,
@@ -69,7 +71,8 @@ fn run_session(
         .with_output_cap(config.tool_output_cap)
         .with_failure_hint(hint(config.sandbox.profile.clone()))
         .with_policy(policy);
-    let read_only = Registry::read_only()
+    // A subagent's bash runs only what the project's rules allow outright.
+    let read_only = Registry::read_only_with_bash(subagent_policy)
         .with_output_cap(config.tool_output_cap)
         .with_failure_hint(hint(config.sandbox.profile.clone()));
     let skills = skills::discover(&ctx.workspace, &config.user_skills);

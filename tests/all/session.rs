@@ -350,7 +350,8 @@ fn a_task_subagent_gets_a_fresh_context_and_read_only_tools_and_returns_its_answ
     let turns = json!([
         {"tool_calls": [task], "usage": usage(100)},
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "SPEC.md"}},
-                        write_file("sneaky.txt", "no")], "usage": usage(600)},
+                        write_file("sneaky.txt", "no"), bash("curl http://example.invalid"),
+                        bash("git log --oneline")], "usage": usage(600)},
         {"text": "SPEC.md asks for a tiny thing.", "usage": usage(600)},
         {"tool_calls": [bash("echo thanks")], "usage": usage(200)},
         done("done"),
@@ -378,7 +379,7 @@ fn a_task_subagent_gets_a_fresh_context_and_read_only_tools_and_returns_its_answ
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read_file", "list_files", "grep"]);
+    assert_eq!(tools, ["read_file", "list_files", "grep", "bash"]);
     assert_eq!(
         user_texts(sub),
         ["What does SPEC.md say? Answer in one line."]
@@ -386,6 +387,8 @@ fn a_task_subagent_gets_a_fresh_context_and_read_only_tools_and_returns_its_answ
     let results = tool_results(&requests[2]);
     assert!(results[0].contains("A tiny thing."), "{results:?}");
     assert!(results[1].starts_with("Error:"), "{results:?}");
+    assert!(results[2].starts_with("Blocked by policy"), "{results:?}");
+    assert!(results[3].contains("init"), "{results:?}");
     assert!(!env
         .project()
         .join(".longrun/sessions/0002/work/sneaky.txt")
