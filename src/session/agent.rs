@@ -17,7 +17,7 @@ use super::subagent;
 use super::todos::{self, Todos};
 use super::HarnessSettings;
 use crate::broker::{OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage};
-use crate::model::{ChatRequest, ChatResponse, Message, ToolCall, ToolSpec};
+use crate::model::{ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, ToolSpec};
 use crate::tools::{Registry, ToolContext, ToolOutput};
 
 /// What a loop runs with, shared by a session and its subagents.
@@ -149,7 +149,7 @@ impl<'a> AgentLoop<'a> {
             self.notice(link, text)?;
         }
         if self.conversation.needs_compaction() {
-            self.compact(link)?;
+            self.compact(link, false)?;
         }
         let (response, notice) = match self.ask_model(link)? {
             Ok(answer) => answer,
@@ -188,11 +188,12 @@ impl<'a> AgentLoop<'a> {
                         .calibrate(bytes, response.usage.input_tokens);
                     return Ok(Ok((response, notice)));
                 }
-                OrchestratorMessage::ModelError { message, .. }
-                    if !retried && is_context_length(&message) =>
-                {
+                OrchestratorMessage::ModelError {
+                    kind: ModelErrorKind::ContextLength,
+                    ..
+                } if !retried => {
                     retried = true;
-                    self.compact(link)?;
+                    self.compact(link, true)?;
                 }
                 OrchestratorMessage::ModelError { message, .. } => return Ok(Err(message)),
             }
@@ -215,9 +216,10 @@ impl<'a> AgentLoop<'a> {
     }
 
     /// The same model writes a handoff summary; the session goes on from it.
-    fn compact(&mut self, link: &mut WorkerLink) -> anyhow::Result<()> {
+    /// `refused`: the provider refused the conversation as too long.
+    fn compact(&mut self, link: &mut WorkerLink, refused: bool) -> anyhow::Result<()> {
         let tokens_before = self.conversation.estimated_tokens();
-        let request = self.conversation.compaction_request();
+        let request = self.conversation.compaction_request(refused);
         let summary = match self.ask(link, request)? {
             OrchestratorMessage::ModelResponse { response, .. } => response.text,
             // Too long even to summarize, or the model failed: the harness's own record will do.
@@ -459,11 +461,6 @@ impl<'a> AgentLoop<'a> {
             text: self.last_text.clone(),
         }
     }
-}
-
-/// The provider's context-length refusal, as the orchestrator forwards it.
-fn is_context_length(message: &str) -> bool {
-    message.starts_with("context length exceeded")
 }
 
 /// A bash result whose command exited non-zero, timed out or was killed.

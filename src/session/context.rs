@@ -27,6 +27,7 @@ pub struct ContextPolicy {
     pub compact_keep_turns: u32,
 }
 
+#[derive(Clone)]
 pub struct Conversation {
     system: String,
     tools: Vec<ToolSpec>,
@@ -140,9 +141,13 @@ impl Conversation {
         if !self.policy.manage {
             return;
         }
-        let Some(cut) = self.turn_start(self.policy.keep_turns) else {
-            return;
-        };
+        if let Some(cut) = self.turn_start(self.policy.keep_turns) {
+            self.stub_before(cut);
+        }
+    }
+
+    /// Stub every tool result before message `cut`.
+    fn stub_before(&mut self, cut: usize) {
         for i in 0..cut {
             let Message::Tool {
                 call_id,
@@ -191,8 +196,17 @@ impl Conversation {
 
     /// The request that asks the model for its handoff summary: the same
     /// prefix and conversation, so it is served from the prompt cache.
-    pub fn compaction_request(&self) -> ChatRequest {
-        let mut request = self.request();
+    ///
+    /// After the provider `refused` the conversation as too long, the ask
+    /// goes with every tool result stubbed, or it would be refused too.
+    pub fn compaction_request(&self, refused: bool) -> ChatRequest {
+        let mut request = if refused {
+            let mut lean = self.clone();
+            lean.stub_before(lean.messages.len());
+            lean.request()
+        } else {
+            self.request()
+        };
         request.messages.push(Message::User {
             content: COMPACTION_PROMPT.to_string(),
         });
@@ -354,7 +368,7 @@ mod tests {
         for i in 0..5 {
             turn(&mut c, i, "out");
         }
-        let ask = c.compaction_request();
+        let ask = c.compaction_request(false);
         assert_eq!(ask.messages.len(), c.messages().len() + 1);
         c.compact("did 0..4", "Todos: none\n");
         let m = c.messages();
@@ -377,6 +391,24 @@ mod tests {
         assert_eq!(
             c.request_bytes(),
             c.prefix_bytes + m.iter().map(json_len).sum::<usize>()
+        );
+    }
+
+    #[test]
+    fn after_a_refusal_the_compaction_ask_goes_with_every_result_stubbed() {
+        let mut c = Conversation::new("sys".into(), Vec::new(), "go".into(), policy(10));
+        for i in 0..3 {
+            turn(&mut c, i, &"y".repeat(400));
+        }
+        let lean = c.compaction_request(true);
+        let stubs = lean.messages.iter().filter(
+            |m| matches!(m, Message::Tool { content, .. } if content.starts_with(STUB_MARK)),
+        );
+        assert_eq!(stubs.count(), 3);
+        assert_eq!(
+            tool_contents(&c)[2],
+            "y".repeat(400),
+            "the conversation itself is unchanged"
         );
     }
 

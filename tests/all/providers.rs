@@ -51,7 +51,7 @@ fn run(env: &Env, args: &[&str]) -> Output {
 }
 
 /// Prepare longrun.toml in the project (init keeps a prepared one), with fast retries.
-fn prepare(env: &Env, server: &MockServer, model: &str, extra: &str) {
+pub fn prepare(env: &Env, server: &MockServer, model: &str, extra: &str) {
     let (provider, name) = model.split_once(':').unwrap();
     std::fs::create_dir_all(env.project()).unwrap();
     std::fs::write(
@@ -66,7 +66,7 @@ fn prepare(env: &Env, server: &MockServer, model: &str, extra: &str) {
 }
 
 /// `init` with the prepared settings.
-fn init(env: &Env) -> Output {
+pub fn init(env: &Env) -> Output {
     let spec = env.write("spec.md", "# Spec\nA tiny thing.\n");
     run(
         env,

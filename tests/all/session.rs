@@ -593,3 +593,63 @@ fn the_same_failure_after_three_edits_and_an_ab_alternation_are_loops() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_context_length_error_compacts_and_the_retry_goes_on_from_the_summary() {
+    use crate::mock_server::{error, stream_turns, turn_reply, MockServer, Wire};
+    let env = Env::new();
+    let mut script = vec![
+        error(
+            400,
+            "This model's maximum context length is 8192 tokens",
+            &[],
+        ),
+        turn_reply(
+            Wire::Openai,
+            &done("SUMMARY: nothing done yet; write features.json first"),
+            90,
+            true,
+        ),
+    ];
+    script.extend(stream_turns(
+        Wire::Openai,
+        &initializer(&features(ONE_FEATURE)),
+        1,
+    ));
+    let server = MockServer::start(Wire::Openai, script);
+    crate::providers::prepare(&env, &server, "openai:gpt-4o", "");
+    let out = crate::providers::init(&env);
+    assert!(out.status.success(), "{}", text(&out));
+    let sent = server.requests();
+    assert_eq!(
+        sent.len(),
+        5,
+        "the request, the compaction ask, the retry, two more turns"
+    );
+    let messages = |i: usize| sent[i].body["messages"].as_array().unwrap().clone();
+    let ask = messages(1);
+    assert!(
+        ask.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("Write a handoff summary"),
+        "{ask:?}"
+    );
+    let retry = messages(2);
+    let summary = retry
+        .iter()
+        .find_map(|m| m["content"].as_str().filter(|c| c.contains("SUMMARY:")));
+    assert!(
+        summary.is_some_and(|s| s.starts_with("[harness] This session's context was compacted")),
+        "{retry:?}"
+    );
+    assert_eq!(
+        sent[0].body["messages"][0], retry[0],
+        "the system prompt is the same"
+    );
+    assert_eq!(sent[0].body["tools"], sent[2].body["tools"]);
+    assert!(env
+        .transcript(1)
+        .iter()
+        .any(|e| e["event"]["kind"] == "compacted"));
+}
