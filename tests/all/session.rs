@@ -653,3 +653,27 @@ fn a_context_length_error_compacts_and_the_retry_goes_on_from_the_summary() {
         .iter()
         .any(|e| e["event"]["kind"] == "compacted"));
 }
+
+#[test]
+fn the_wall_time_budget_ends_the_session_with_its_own_reason() {
+    let env = project_with(
+        json!([
+            turn(vec![bash("sleep 3")]),
+            turn(vec![bash("echo late")]),
+            done("never")
+        ]),
+        &[("wall_time_secs = 1800", "wall_time_secs = 2")],
+        &[],
+    );
+    continue_one(&env);
+    assert_eq!(
+        env.requests(2).len(),
+        1,
+        "no model call once the time is up"
+    );
+    let msg = last_verdict(&env);
+    assert!(
+        msg.contains("Longrun-Reason: budget: wall time of 2 s reached"),
+        "{msg}"
+    );
+}
