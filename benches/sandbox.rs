@@ -1,7 +1,9 @@
 //! `cargo bench --bench sandbox`: the median wall time of running /bin/true
 //! through plain exec, through `longrun sandbox` (the default profile, as a
 //! session gets it) and through bubblewrap, measured in one run, interleaved
-//! so that machine load hits all three alike, and printed as ratios.
+//! so that machine load hits all alike, and printed as ratios. Run as root,
+//! it also measures both as uid 65534 (through setpriv), where longrun can
+//! make no cgroup and falls back to rlimits.
 
 // A benchmark that cannot set up has nothing to report: it panics.
 #![allow(clippy::expect_used)]
@@ -13,63 +15,99 @@ const RUNS: usize = 300;
 
 fn main() {
     let workspace = tempfile::tempdir().expect("temp dir");
-    let plain = || Command::new("/bin/true");
-    let longrun = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_longrun"));
-        c.arg("sandbox")
-            .arg("--workspace")
-            .arg(workspace.path())
-            .args(["--", "/bin/true"]);
-        c
-    };
-    let bwrap = || {
-        let mut c = Command::new("bwrap");
-        c.args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--unshare-net",
-            "/bin/true",
-        ]);
-        c
-    };
-    let have_bwrap = succeeds(&mut bwrap());
-    assert!(
-        succeeds(&mut longrun()),
-        "longrun sandbox -- /bin/true failed"
-    );
-    let mut times: [Vec<Duration>; 3] = Default::default();
+    let root = nix::unistd::getuid().is_root();
+    if root {
+        std::os::unix::fs::chown(workspace.path(), Some(65534), Some(65534)).expect("chown");
+    }
+    let ws = workspace.path().to_str().expect("utf-8 temp dir");
+    let longrun = [
+        env!("CARGO_BIN_EXE_longrun"),
+        "sandbox",
+        "--workspace",
+        ws,
+        "--",
+        "/bin/true",
+    ];
+    let bwrap = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "/bin/true",
+    ];
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ];
+    let mut variants: Vec<(&str, Vec<&str>)> = vec![
+        ("plain exec", vec!["/bin/true"]),
+        ("longrun sandbox", longrun.to_vec()),
+        ("bubblewrap", bwrap.to_vec()),
+    ];
+    if root {
+        variants.push((
+            "plain exec, as uid 65534",
+            [&nobody[..], &["/bin/true"]].concat(),
+        ));
+        variants.push((
+            "longrun sandbox, as uid 65534",
+            [&nobody[..], &longrun[..]].concat(),
+        ));
+    }
+    variants.retain(|(name, argv)| {
+        let ok = succeeds(&mut command(argv));
+        if !ok {
+            println!("  {name}: not measured (it failed; is bwrap installed?)");
+        }
+        ok
+    });
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
     for _ in 0..RUNS {
-        times[0].push(time(&mut plain()));
-        times[1].push(time(&mut longrun()));
-        if have_bwrap {
-            times[2].push(time(&mut bwrap()));
+        for (i, (_, argv)) in variants.iter().enumerate() {
+            times[i].push(time(&mut command(argv)));
         }
     }
-    let [p, l, b] = times.map(median);
-    println!("/bin/true, median wall time of {RUNS} runs each (spawn to exit):");
-    println!("  plain exec        {:>7.3} ms", ms(p));
+    let medians: Vec<f64> = times.into_iter().map(|t| ms(median(t))).collect();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().next().unwrap_or("?");
     println!(
-        "  longrun sandbox   {:>7.3} ms  ({:.2}x plain exec)",
-        ms(l),
-        ms(l) / ms(p)
+        "/bin/true, median wall time of {RUNS} runs each (spawn to exit), load average {load}:"
     );
-    if have_bwrap {
+    let by_name = |n: &str| {
+        variants
+            .iter()
+            .position(|(v, _)| *v == n)
+            .map(|i| medians[i])
+    };
+    for (i, (name, _)) in variants.iter().enumerate() {
+        let base = if name.ends_with("65534") {
+            by_name("plain exec, as uid 65534")
+        } else {
+            by_name("plain exec")
+        };
+        let ratio = base.map(|b| format!("  ({:.2}x plain exec)", medians[i] / b));
         println!(
-            "  bubblewrap        {:>7.3} ms  ({:.2}x plain exec; longrun sandbox is {:.2}x faster)",
-            ms(b),
-            ms(b) / ms(p),
-            ms(b) / ms(l)
-        );
-    } else {
-        println!(
-            "  bubblewrap        not measured: bwrap is not installed (apt-get install bubblewrap)"
+            "  {name:<32}{:>8.3} ms{}",
+            medians[i],
+            ratio.unwrap_or_default()
         );
     }
+    if let (Some(l), Some(b)) = (by_name("longrun sandbox"), by_name("bubblewrap")) {
+        println!("  bubblewrap / longrun sandbox: {:.2}", b / l);
+    }
+}
+
+fn command(argv: &[&str]) -> Command {
+    let mut c = Command::new(argv[0]);
+    c.args(&argv[1..]);
+    c
 }
 
 fn succeeds(cmd: &mut Command) -> bool {
