@@ -165,6 +165,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         | Command::Completions { .. }
         | Command::Man
         | Command::Sandbox { .. }
-        | Command::Doctor => unreachable!("handled before the runtime"),
+        | Command::Doctor => Err(anyhow::anyhow!(
+            "internal error: this command runs before the async runtime starts"
+        )),
     }
 }

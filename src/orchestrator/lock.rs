@@ -84,11 +84,18 @@ pub fn acquire(longrun_dir: &Path) -> anyhow::Result<RunLock> {
 }
 
 /// The run holding the project's lock, if its process is alive (for read-only views).
+/// The file names the last holder; only a held flock means it is still running
+/// (its pid may be reused, or be this very process after its run ended).
 pub fn running_holder(longrun_dir: &Path) -> Option<Holder> {
     let mut file = File::open(longrun_dir.join("lock")).ok()?;
     let holder = read_holder(&mut file)?;
-    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(holder.pid as i32), None).is_ok();
-    alive.then_some(holder)
+    if holder.pid == std::process::id() {
+        return None;
+    }
+    match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        Ok(_free) => None,
+        Err(_) => Some(holder),
+    }
 }
 
 fn read_holder(file: &mut File) -> Option<Holder> {

@@ -8,6 +8,12 @@ fn demo_builds_every_feature_and_records_each_session() {
     let dir = env.project();
     let out = env.run(&["demo", "--dir", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
+    // Its status is printed after the run: no run is in progress any more.
+    assert!(
+        !stdout(&out).contains("a run is in progress"),
+        "{}",
+        text(&out)
+    );
     let log = env.log_json();
     let verdicts: Vec<&str> = log.iter().map(|s| s["verdict"].as_str().unwrap()).collect();
     assert_eq!(
