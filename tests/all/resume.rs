@@ -574,7 +574,9 @@ fn pair_worker(id: &str, extra: &[(&str, &str)]) -> Value {
     json!([
         turn(vec![bash("sleep 1")]),
         turn(calls),
-        turn(vec![bash("git add -A && git commit -qm work")]),
+        turn(vec![bash(
+            "echo note >> progress.md && git add -A && git commit -qm work"
+        )]),
         done("done")
     ])
 }
