@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::run::next_feature;
 use super::{History, Project};
+use crate::view::text::{render_table, truncate};
 
 pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
@@ -154,31 +155,4 @@ pub fn log(dir: &Path, as_json: bool) -> anyhow::Result<String> {
         return Ok("no sessions yet\n".into());
     }
     Ok(render_table(&table))
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max - 1).collect::<String>())
-    }
-}
-
-/// Left-aligned columns, two spaces apart, no trailing spaces.
-fn render_table(rows: &[Vec<String>]) -> String {
-    let cols = rows.first().map(Vec::len).unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| format!("{cell:<width$}", width = widths[c]))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
 }
