@@ -3,18 +3,19 @@
 //! PDEATHSIG ends the worker when the orchestrator dies, but not the tools it
 //! started or what they left in the background. So the confined process
 //! moves into a PID namespace of its own (through an unprivileged user
-//! namespace where it lacks CAP_SYS_ADMIN) as the namespace's init: it forks,
-//! the child goes on as PID 1, and the parent only waits and passes on the
-//! exit status. Both die with their parent; when PID 1 dies the kernel kills
-//! every process left in the namespace, however they were started.
+//! namespace where it lacks CAP_SYS_ADMIN): it forks the namespace's init,
+//! which forks the process that goes on with the session and then only reaps
+//! orphans; each waits for its child and passes on the exit status, and each
+//! dies with its parent. When the init dies the kernel kills every process
+//! left in the namespace, however they were started.
 
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, ForkResult};
 
-/// Make the rest of this process run as PID 1 of a new PID namespace. Returns
-/// (in the namespace) the line for the session's trailers; the original
-/// process never returns: it exits with the namespace init's status. Must run
+/// Make the rest of this process run in a new PID namespace under a reaper
+/// init. Returns (in the namespace) the line for the session's trailers; the
+/// original process and the init never return: they exit with their child's status. Must run
 /// before any thread starts and before seccomp, which denies namespaces.
 pub fn bind_to_parent() -> anyhow::Result<String> {
     let how = match unshare(CloneFlags::CLONE_NEWPID) {
@@ -32,11 +33,21 @@ pub fn bind_to_parent() -> anyhow::Result<String> {
     match unsafe { fork() }? {
         ForkResult::Child => {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+        }
+        ForkResult::Parent { child } => wait_and_exit(child, false),
+    }
+    // Now PID 1 of the namespace. Fork once more: PID 1 stays a reaper of
+    // orphans (so zombies never pile up against the process limit) and the
+    // child goes on with the session.
+    // SAFETY: still single-threaded.
+    match unsafe { fork() }? {
+        ForkResult::Child => {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
             Ok(format!(
                 "lifetime: {how}; every process of the session ends with it"
             ))
         }
-        ForkResult::Parent { child } => wait_and_exit(child),
+        ForkResult::Parent { child } => wait_and_exit(child, true),
     }
 }
 
@@ -44,17 +55,18 @@ fn unbound(why: &str) -> String {
     format!("lifetime: no PID namespace ({why}); leftover processes are ended when the session is recovered")
 }
 
-/// The original process: hold nothing of the session, wait for the namespace's
-/// init, and exit as it did.
-fn wait_and_exit(child: nix::unistd::Pid) -> ! {
+/// Hold nothing of the session, wait for `child`, and exit as it did. The
+/// namespace's init (`reaper`) also reaps every orphan that is handed to it.
+fn wait_and_exit(child: nix::unistd::Pid, reaper: bool) -> ! {
     // SAFETY: closing our own descriptors; the child has its own copies.
     unsafe {
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
+    let wanted = if reaper { None } else { Some(child) };
     let code = loop {
-        match waitpid(child, None) {
-            Ok(WaitStatus::Exited(_, code)) => break code,
-            Ok(WaitStatus::Signaled(_, sig, _)) => break 128 + sig as i32,
+        match waitpid(wanted, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == child => break code,
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => break 128 + sig as i32,
             Ok(_) => continue,
             Err(nix::errno::Errno::EINTR) => continue,
             Err(_) => break 1,

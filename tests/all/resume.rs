@@ -858,3 +858,40 @@ fn three_sessions_run_at_once_with_parallel_3() {
         3
     );
 }
+
+/// Zombie processes whose session id is `sid`.
+fn zombies_in_session(sid: i32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields[0] == "Z" && fields[3].parse::<i32>() == Ok(sid)
+        })
+        .count()
+}
+
+#[test]
+fn orphans_of_a_session_are_reaped_while_it_runs() {
+    let env = project(
+        json!({ "2": [turn(vec![bash("for i in 1 2 3 4 5; do (sleep 0.1 &); done; sleep 0.5")]), turn(vec![bash("sleep 5")]), done("x")] }),
+        "",
+    );
+    let child = spawn(&env, &["continue", "--dir", &env.dir_arg()]);
+    wait_for_step(&env, 2, 1);
+    let worker: i32 = std::fs::read_to_string(session_file(&env, 2, "worker.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        zombies_in_session(worker),
+        0,
+        "orphans were left as zombies"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
