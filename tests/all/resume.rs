@@ -597,8 +597,11 @@ fn parallel_sessions_on_independent_features_both_land() {
         "--until-done",
     ]);
     assert!(out.status.success(), "{}", text(&out));
+    // Parallel sessions land in whichever order they finish.
+    let mut landed = verdicts(&env);
+    landed.sort();
     assert_eq!(
-        verdicts(&env),
+        landed,
         [
             (1, "accepted".into()),
             (2, "accepted".into()),
