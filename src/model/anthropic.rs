@@ -96,10 +96,6 @@ impl WireFormat for AnthropicFormat {
     fn assembler(&self) -> Box<dyn StreamAssembler> {
         Box::new(Assembler::default())
     }
-
-    fn error_message(&self, body: &str) -> String {
-        http::error_message(body)
-    }
 }
 
 fn ephemeral() -> Value {

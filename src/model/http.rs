@@ -45,8 +45,11 @@ pub trait WireFormat: Send + Sync {
     fn parse(&self, body: &[u8]) -> Result<Reply, Fault>;
     /// A fresh assembler for one streamed answer.
     fn assembler(&self) -> Box<dyn StreamAssembler>;
-    /// The provider's own words from an error body.
-    fn error_message(&self, body: &str) -> String;
+    /// The provider's own words from an error body (both formats use
+    /// `{"error": {"message"}}`; a format with another shape overrides this).
+    fn error_message(&self, body: &str) -> String {
+        error_message(body)
+    }
 }
 
 /// Builds a [`Reply`] from a stream of server-sent events.

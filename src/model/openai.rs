@@ -99,10 +99,6 @@ impl WireFormat for OpenaiFormat {
     fn assembler(&self) -> Box<dyn StreamAssembler> {
         Box::new(Assembler::default())
     }
-
-    fn error_message(&self, body: &str) -> String {
-        http::error_message(body)
-    }
 }
 
 /// The conversation as Chat Completions messages: system first, then every
