@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use git2::Oid;
 
 use super::record::{self, Record};
 use super::verify::{self, CheckRun};
@@ -15,7 +14,7 @@ use super::worker::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use super::{Project, Reporter, Verdict};
 use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::{Feature, FeatureList};
-use crate::model::{Provider, Usage};
+use crate::model::Provider;
 use crate::repo;
 use crate::sandbox::SandboxSpec;
 use crate::session::{FeatureBrief, Role, WorkerConfig};
@@ -36,17 +35,13 @@ pub struct SessionPlan {
 
 /// How it ended.
 #[derive(Debug, Clone)]
-#[allow(dead_code)] // read by the run limits and progress views
 pub struct SessionOutcome {
     pub number: u32,
     pub feature: Option<String>,
     pub verdict: Verdict,
     pub reasons: Vec<String>,
-    pub usage: Usage,
-    pub cost_usd: f64,
     /// Set when the model failed in a way no later session can survive.
     pub fatal: Option<String>,
-    pub commit: Oid,
 }
 
 pub fn session_dir(project: &Project, number: u32) -> PathBuf {
@@ -212,10 +207,7 @@ pub async fn run_session(
         feature: feature_id.clone(),
         verdict,
         reasons,
-        usage: run.usage,
-        cost_usd: run.cost_usd,
         fatal: run.fatal,
-        commit,
     })
 }
 
