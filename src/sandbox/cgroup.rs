@@ -1,128 +1,140 @@
-//! A cgroup of its own for a confined process tree, where longrun may make
-//! one: `pids.max` and the memory limit then hold the whole tree, so a fork
-//! bomb or a memory hog ends that session's tools and nothing else.
+//! A cgroup v2 of its own for a confined process tree, where longrun may
+//! make one: `memory.max` (and `pids.max`, beside the PID namespace's own
+//! limit) then holds the whole tree, so a memory hog ends that session's
+//! tools and nothing else.
 //!
-//! cgroup v2 is preferred. On a hybrid host whose pids controller is still
-//! mounted as v1, that hierarchy holds `pids.max` (root is not held by
-//! RLIMIT_NPROC, so this is what stops a fork bomb run as root); memory is
-//! limited only through v2, since a v1 memory cgroup is usually the one a
-//! supervisor accounts the whole job in. Where no cgroup can be written (an
-//! unprivileged user without delegation), the caller falls back to rlimits.
-//! Empty cgroups of earlier runs are removed on the way in.
+//! The tree is started inside the new cgroup (clone3 with
+//! `CLONE_INTO_CGROUP`, see `lifetime`) rather than moved into it: a write
+//! to `cgroup.procs` waits for an RCU grace period, milliseconds on every
+//! start. A v1 hierarchy is never used: its memory cgroup is usually the one
+//! a supervisor accounts the whole job in, and the PID namespace already
+//! holds the process limit. Where no v2 cgroup can be written (an
+//! unprivileged user without delegation, or a host whose v2 hierarchy
+//! offers neither controller), the caller falls back to rlimits. Empty
+//! cgroups of earlier runs are removed on the way in.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use super::Limits;
 
-/// Which limits a cgroup holds, and where.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CgroupOutcome {
-    /// The cgroup holding `pids.max`, when one does.
-    pub pids: Option<PathBuf>,
-    /// The cgroup holding the memory limit, when one does.
-    pub memory: Option<PathBuf>,
+/// A new cgroup, limits written, not yet holding any process.
+#[derive(Debug)]
+pub struct Cgroup {
+    pub dir: PathBuf,
+    /// The directory, open: what `CLONE_INTO_CGROUP` takes.
+    pub fd: OwnedFd,
+    /// Whether `pids.max` was written.
+    pub pids: bool,
+    /// Whether `memory.max` was written.
+    pub memory: bool,
 }
 
-/// One controller's place: the directory of our cgroup, and its version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Place {
-    dir: PathBuf,
-    v2: bool,
-}
-
-/// Move the calling process into a new cgroup per controller with `limits`.
-pub fn enter(limits: &Limits) -> CgroupOutcome {
+/// Make a fresh cgroup with `limits` under our own v2 cgroup, where this
+/// user may. None when no v2 hierarchy offers the memory or pids controller
+/// here or it is not writable.
+pub fn prepare(limits: &Limits) -> Option<Cgroup> {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let mut outcome = CgroupOutcome::default();
-    let bytes = limits.memory_mb.saturating_mul(1 << 20).to_string();
-    let processes = limits.processes.to_string();
-    let memory = place("memory", &mounts, &own).filter(|m| m.v2);
-    let pids = place("pids", &mounts, &own);
-    match (pids, memory) {
-        // One v2 cgroup holds both.
-        (Some(p), Some(m)) if p == m => {
-            let dir = limit(&p, &[("pids.max", processes), ("memory.max", bytes)]);
-            outcome.pids = dir.clone();
-            outcome.memory = dir;
-        }
-        (p, m) => {
-            if let Some(m) = m {
-                outcome.memory = limit(&m, &[("memory.max", bytes)]);
-            }
-            if let Some(p) = p {
-                outcome.pids = limit(&p, &[("pids.max", processes)]);
-            }
+    let (dir, offered) = v2_place(&mounts, &own)?;
+    let mut files = Vec::new();
+    if offered.iter().any(|c| c == "pids") {
+        files.push(("pids.max", limits.processes.to_string()));
+    }
+    if offered.iter().any(|c| c == "memory") {
+        files.push((
+            "memory.max",
+            limits.memory_mb.saturating_mul(1 << 20).to_string(),
+        ));
+    }
+    if files.is_empty() {
+        return None;
+    }
+    remove_stale(&dir);
+    enable_controllers(&dir, &files);
+    // Another sandbox's clean-up may remove a new cgroup before anything is
+    // in it (it is empty until then): that only makes the clone fail, and
+    // the caller then starts without one. Names are random, not the pid:
+    // every confined process is PID 1 of its own namespace.
+    let dir = dir.join(format!("longrun-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir(&dir).ok()?;
+    let written = files
+        .iter()
+        .all(|(name, value)| std::fs::write(dir.join(name), value).is_ok());
+    let fd = written
+        .then(|| std::fs::File::open(&dir).ok())
+        .flatten()
+        .map(OwnedFd::from);
+    match fd {
+        Some(fd) => Some(Cgroup {
+            pids: files.iter().any(|(n, _)| *n == "pids.max"),
+            memory: files.iter().any(|(n, _)| *n == "memory.max"),
+            dir,
+            fd,
+        }),
+        None => {
+            let _ = std::fs::remove_dir(&dir);
+            None
         }
     }
-    outcome
 }
 
-/// For `longrun doctor`: where each limit would be held on this machine.
+/// For `longrun doctor`: where the memory and process limits are held here.
 pub fn report() -> Vec<String> {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let describe =
-        |controller: &str, fallback: &str, v1_ok: bool| match place(controller, &mounts, &own)
-            .filter(|p| p.v2 || v1_ok)
-        {
-            Some(p) if writable(&p.dir) => format!(
-                "{controller}: cgroup {} at {} (writable: longrun makes one per session)",
-                if p.v2 { "v2" } else { "v1" },
-                p.dir.display()
-            ),
-            Some(p) => format!(
-                "{controller}: cgroup at {} not writable by this user (no delegation); {fallback}",
-                p.dir.display()
-            ),
-            None => format!("{controller}: no cgroup controller available; {fallback}"),
-        };
-    vec![
-        describe(
-            "pids",
-            "RLIMIT_NPROC instead (which does not hold root)",
-            true,
-        ),
-        describe("memory", "RLIMIT_AS per process instead", false),
-    ]
+    let Some((dir, offered)) = v2_place(&mounts, &own) else {
+        return vec![
+            "no cgroup v2 hierarchy here; memory is limited by RLIMIT_AS per process".into(),
+        ];
+    };
+    let has = |c: &str| offered.iter().any(|o| o == c);
+    let controllers = ["memory", "pids"]
+        .into_iter()
+        .filter(|c| has(c))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    if controllers.is_empty() {
+        return vec![format!(
+            "v2 at {} offers neither memory nor pids; memory is limited by RLIMIT_AS per process",
+            dir.display()
+        )];
+    }
+    let writable = nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK).is_ok();
+    let mut line = if writable {
+        format!(
+            "v2 at {} offers {controllers} (writable: longrun starts each session in a cgroup of its own)",
+            dir.display()
+        )
+    } else {
+        format!(
+            "v2 at {} offers {controllers} but is not writable by this user (no delegation)",
+            dir.display()
+        )
+    };
+    if !writable || !has("memory") {
+        line.push_str("; memory is limited by RLIMIT_AS per process");
+    }
+    vec![line]
 }
 
-fn writable(dir: &Path) -> bool {
-    nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok()
+/// Our own cgroup in the v2 hierarchy, and the controllers it offers.
+fn v2_place(mountinfo: &str, own: &str) -> Option<(PathBuf, Vec<String>)> {
+    let mount = mount_point(mountinfo, |fstype| fstype == "cgroup2")?;
+    let dir = join(&mount, &own_path(own, |c| c.is_empty())?);
+    let offered = std::fs::read_to_string(dir.join("cgroup.controllers")).ok()?;
+    Some((dir, offered.split_whitespace().map(String::from).collect()))
 }
 
-/// Where `controller` can be limited: a v2 hierarchy that offers it, else its v1 mount.
-fn place(controller: &str, mountinfo: &str, own: &str) -> Option<Place> {
-    let v2 = mount_point(mountinfo, |fstype, _| fstype == "cgroup2").and_then(|m| {
-        let dir = join(&m, &own_path(own, |c| c.is_empty())?);
-        let offered = std::fs::read_to_string(dir.join("cgroup.controllers")).ok()?;
-        offered
-            .split_whitespace()
-            .any(|c| c == controller)
-            .then_some(Place { dir, v2: true })
-    });
-    v2.or_else(|| {
-        let m = mount_point(mountinfo, |fstype, opts| {
-            fstype == "cgroup" && opts.split(',').any(|o| o == controller)
-        })?;
-        let rel = own_path(own, |c| c.split(',').any(|x| x == controller))?;
-        Some(Place {
-            dir: join(&m, &rel),
-            v2: false,
-        })
-    })
-}
-
-/// The first mount whose (fstype, super options) match: where it is mounted,
-/// and which cgroup of the hierarchy it shows there.
-fn mount_point(mountinfo: &str, wanted: impl Fn(&str, &str) -> bool) -> Option<Mount> {
+/// The first mount whose fstype matches: where it is mounted, and which
+/// cgroup of the hierarchy it shows there.
+fn mount_point(mountinfo: &str, wanted: impl Fn(&str) -> bool) -> Option<Mount> {
     mountinfo.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         let mut l = left.split_whitespace().skip(3);
         let (root, at) = (l.next()?, l.next()?);
-        let mut r = right.split_whitespace();
-        let (fstype, _source, opts) = (r.next()?, r.next()?, r.next().unwrap_or(""));
-        wanted(fstype, opts).then(|| Mount {
+        let fstype = right.split_whitespace().next()?;
+        wanted(fstype).then(|| Mount {
             at: PathBuf::from(at),
             root: root.to_string(),
         })
@@ -150,36 +162,6 @@ fn join(mount: &Mount, path: &str) -> PathBuf {
     match below.trim_start_matches('/') {
         "" => mount.at.clone(),
         below => mount.at.join(below),
-    }
-}
-
-/// Make a fresh `longrun-XXXX` under `place`, write `files`, and move in. None
-/// if any step fails. The name is random, not the pid: every confined process
-/// is PID 1 of its own namespace, and two sessions must never share a cgroup.
-fn limit(place: &Place, files: &[(&str, String)]) -> Option<PathBuf> {
-    remove_stale(&place.dir);
-    if place.v2 {
-        enable_controllers(&place.dir, files);
-    }
-    // Another sandbox's clean-up may remove a new cgroup before we are in it
-    // (it is empty until then): try again under a new name.
-    (0..3).find_map(|_| enter_new(place, files))
-}
-
-fn enter_new(place: &Place, files: &[(&str, String)]) -> Option<PathBuf> {
-    let dir = place
-        .dir
-        .join(format!("longrun-{:016x}", rand::random::<u64>()));
-    std::fs::create_dir(&dir).ok()?;
-    let written = files
-        .iter()
-        .all(|(name, value)| std::fs::write(dir.join(name), value).is_ok())
-        && std::fs::write(dir.join("cgroup.procs"), "0").is_ok();
-    if written {
-        Some(dir)
-    } else {
-        let _ = std::fs::remove_dir(&dir);
-        None
     }
 }
 
@@ -211,17 +193,14 @@ mod tests {
     const MOUNTS: &str = "\
 35 25 0:30 / /sys/fs/cgroup/pids rw,relatime shared:14 - cgroup cgroup rw,pids
 36 25 0:31 / /sys/fs/cgroup/unified rw,relatime shared:15 - cgroup2 cgroup2 rw
-37 25 0:32 / /sys/fs/cgroup/memory rw,relatime shared:16 - cgroup cgroup rw,memory
 ";
     const OWN: &str = "8:pids:/\n4:memory:/job/42\n0::/\n";
 
     #[test]
-    fn finds_v1_and_v2_mounts() {
-        let v2 = mount_point(MOUNTS, |t, _| t == "cgroup2").unwrap();
+    fn finds_the_v2_mount() {
+        let v2 = mount_point(MOUNTS, |t| t == "cgroup2").unwrap();
         assert_eq!(v2.at, PathBuf::from("/sys/fs/cgroup/unified"));
-        let pids = mount_point(MOUNTS, |t, o| t == "cgroup" && o.contains("pids")).unwrap();
-        assert_eq!(pids.at, PathBuf::from("/sys/fs/cgroup/pids"));
-        assert_eq!(pids.root, "/");
+        assert_eq!(v2.root, "/");
     }
 
     #[test]

@@ -37,8 +37,9 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
         warnings: Vec::new(),
     };
     e.layers.push(new_session()?);
-    e.layers.push(super::bind_to_parent()?);
-    let limits = limits::apply(&profile.limits)?;
+    let bound = super::bind_to_parent(&profile.limits)?;
+    e.layers.push(bound.lifetime.clone());
+    let limits = limits::apply(&profile.limits, &bound)?;
     e.layers.push(limits.layer);
     e.warnings.extend(limits.warnings);
     e.layers.push(network::isolate(profile.network)?);

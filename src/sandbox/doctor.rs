@@ -50,6 +50,15 @@ fn machine_report() -> Vec<String> {
         ),
         format!("seccomp filters: {}", yes(seccomp_available())),
         format!("user namespaces: {}", user_namespaces()),
+        format!(
+            "process limit: {}",
+            if super::lifetime::per_namespace_pid_max() {
+                "held by each session's PID namespace (pid_max, Linux 6.14+), root included"
+            } else {
+                "RLIMIT_NPROC or a v2 cgroup only (pid_max is per namespace from Linux 6.14), \
+                 which does not hold root without a cgroup"
+            }
+        ),
     ];
     lines.extend(
         cgroup::report()

@@ -1,11 +1,13 @@
-//! Resource limits of a confined process tree: a cgroup where longrun can
-//! make one (see `cgroup`), rlimits for the rest. File size, open files and
-//! core dumps are always rlimits.
+//! Resource limits of a confined process tree. The process count is held by
+//! the PID namespace (and a v2 cgroup, where one could be made; see
+//! `lifetime` and `cgroup`), memory by the cgroup; rlimits hold the rest and
+//! stand in where those could not. File size, open files and core dumps are
+//! always rlimits.
 
 use anyhow::Context;
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
-use super::{cgroup, Limits};
+use super::{Bound, Limits};
 
 /// What holds each limit: lines for the Enforcement report, and warnings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -14,30 +16,30 @@ pub struct LimitsOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Apply `limits` to the calling process (and so to everything it starts).
-pub fn apply(limits: &Limits) -> anyhow::Result<LimitsOutcome> {
-    let groups = cgroup::enter(limits);
+/// Apply `limits` to the calling process (and so to everything it starts),
+/// beside what `bound` already holds.
+pub fn apply(limits: &Limits, bound: &Bound) -> anyhow::Result<LimitsOutcome> {
     let mut warnings = Vec::new();
     let mb = |n: u64| n.saturating_mul(1 << 20);
     lower(Resource::RLIMIT_CORE, 0)?;
     lower(Resource::RLIMIT_FSIZE, mb(limits.file_size_mb))?;
     lower(Resource::RLIMIT_NOFILE, limits.open_files)?;
-    let processes = match &groups.pids {
-        Some(dir) => format!("{} processes (cgroup {})", limits.processes, dir.display()),
+    let processes = match &bound.processes {
+        Some(held) => format!("{} processes ({held})", limits.processes),
         None => {
             lower(Resource::RLIMIT_NPROC, limits.processes)?;
             if nix::unistd::getuid().is_root() {
                 warnings.push(
-                    "limits: no cgroup could be made and RLIMIT_NPROC does not hold root: \
-                     the process limit is not enforced"
+                    "limits: neither a PID namespace limit nor a cgroup could be set, and \
+                     RLIMIT_NPROC does not hold root: the process limit is not enforced"
                         .to_string(),
                 );
             }
             format!("{} processes (RLIMIT_NPROC)", limits.processes)
         }
     };
-    let memory = match &groups.memory {
-        Some(_) => format!("{} MiB memory (cgroup)", limits.memory_mb),
+    let memory = match &bound.memory {
+        Some(dir) => format!("{} MiB memory (cgroup {})", limits.memory_mb, dir.display()),
         None => {
             lower(Resource::RLIMIT_AS, mb(limits.memory_mb))?;
             format!(

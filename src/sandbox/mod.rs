@@ -27,6 +27,6 @@ pub use doctor::doctor;
 pub use env::session_env;
 pub use exec::{exec_confined, run_sandbox, SandboxArgs};
 pub use hint::denial_hint;
-pub use lifetime::{bind_to_parent, own_exe};
+pub use lifetime::{bind_to_parent, own_exe, Bound};
 pub use profile::{bundled_names, Filesystem, LandlockMode, Limits, Network, Profile};
 pub use spec::{command, SandboxSpec, EXEC_SUBCOMMAND};
