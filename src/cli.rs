@@ -44,6 +44,9 @@ pub enum Command {
         /// The provider's base URL (OpenRouter, vLLM, llama.cpp, LM Studio); written to longrun.toml.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
+        /// The sandbox profile: default, loopback, strict, or a profile file; written to longrun.toml.
+        #[arg(long, value_name = "NAME|PATH")]
+        profile: Option<String>,
         /// No live progress display: one plain line per event (the default when stdout is not a terminal).
         #[arg(long, short)]
         quiet: bool,
@@ -64,6 +67,9 @@ pub enum Command {
         /// The provider's base URL; overrides LONGRUN_BASE_URL and longrun.toml.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
+        /// The sandbox profile for this run's sessions; overrides [sandbox] profile in longrun.toml.
+        #[arg(long, value_name = "NAME|PATH")]
+        profile: Option<String>,
         /// Start no new session once this run has cost USD dollars; a session that crosses it is stopped.
         #[arg(long, value_name = "USD")]
         max_cost: Option<f64>,

@@ -292,8 +292,13 @@ impl Config {
     }
 
     /// The file `init` commits: every setting written out with a comment.
-    /// `base_url` is written when `init` was given `--base-url`.
-    pub fn render_initial(model: Option<(&str, &str)>, base_url: Option<&str>) -> String {
+    /// `base_url` is written when `init` was given `--base-url`, and the
+    /// sandbox profile when it was given `--profile`.
+    pub fn render_initial(
+        model: Option<(&str, &str)>,
+        base_url: Option<&str>,
+        profile: Option<&str>,
+    ) -> String {
         let mut model = match model {
             Some((provider, name)) => format!(
                 "provider = {}\nname = {}\n",
@@ -306,7 +311,10 @@ impl Config {
             Some(url) => model.push_str(&format!("base_url = {}\n", toml_string(url))),
             None => model.push_str("# base_url = \"https://openrouter.ai/api/v1\"\n"),
         }
-        crate::templates::LONGRUN_TOML.replace("{{model}}", &model)
+        let profile = format!("profile = {}", toml_string(profile.unwrap_or("default")));
+        crate::templates::LONGRUN_TOML
+            .replace("{{model}}", &model)
+            .replace("profile = \"default\"", &profile)
     }
 }
 

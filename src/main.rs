@@ -88,6 +88,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             dir,
             model,
             base_url,
+            profile,
             quiet,
         } => {
             o::init(o::InitArgs {
@@ -95,6 +96,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 dir: dir.dir,
                 model,
                 base_url,
+                profile,
                 quiet,
             })
             .await
@@ -105,6 +107,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             until_done,
             model,
             base_url,
+            profile,
             quiet,
             json,
             max_hours,
@@ -117,6 +120,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 until_done,
                 model,
                 base_url,
+                profile,
                 quiet,
                 json,
                 max_hours,

@@ -49,6 +49,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         dir: dir.clone(),
         model: None,
         base_url: None,
+        profile: None,
         quiet: false,
     })
     .await?;

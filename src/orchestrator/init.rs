@@ -16,6 +16,8 @@ pub struct InitArgs {
     pub dir: PathBuf,
     pub model: Option<String>,
     pub base_url: Option<String>,
+    /// `--profile`: the sandbox profile, written to a new longrun.toml.
+    pub profile: Option<String>,
     pub quiet: bool,
 }
 
@@ -44,6 +46,11 @@ fn read_spec(path: &Path) -> anyhow::Result<String> {
 
 pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     let spec_text = read_spec(&args.spec)?;
+    // A bad --profile is refused before anything is written.
+    let profile = match &args.profile {
+        Some(p) => Some(super::project::profile_setting(p, &args.dir)?),
+        None => None,
+    };
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| {
             bad_input(format!(
@@ -94,6 +101,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         let text = Config::render_initial(
             Some((model.kind.prefix(), &model.name)),
             args.base_url.as_deref(),
+            profile.as_deref(),
         );
         std::fs::write(&toml_path, text)
             .with_context(|| format!("failed to write {}", toml_path.display()))?;
@@ -105,7 +113,10 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         "longrun: add the spec and settings",
     )?;
 
-    let project = Project::open(&dir)?;
+    let mut project = Project::open(&dir)?;
+    if let Some(profile) = &args.profile {
+        project.use_profile(profile)?;
+    }
     let _lock = early_lock;
     let reporter = Reporter::new(Mode::pick(args.quiet, false));
     let interrupt = Interrupt::install()?;

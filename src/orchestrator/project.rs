@@ -65,6 +65,15 @@ impl Project {
         })
     }
 
+    /// Use the sandbox profile `--profile` names for this run instead of the
+    /// one in longrun.toml. A path is relative to the current directory.
+    pub fn use_profile(&mut self, name_or_path: &str) -> anyhow::Result<()> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        self.profile = crate::sandbox::Profile::resolve(name_or_path, &cwd)
+            .with_context(|| format!("--profile {name_or_path}"))?;
+        Ok(())
+    }
+
     pub fn history(&self) -> anyhow::Result<History> {
         Ok(History::from_log(&repo::first_parent_log(&self.repo)?))
     }
@@ -118,4 +127,25 @@ pub fn resolve_model(
              set LONGRUN_MODEL, or set provider and name under [model] in longrun.toml",
         )),
     }
+}
+
+/// What `init --profile` writes to `[sandbox] profile`, once the profile
+/// resolves: a bundled name as is, a file relative to the project when it
+/// is inside it (so the setting travels with the repo), else its absolute path.
+pub fn profile_setting(name_or_path: &str, project: &Path) -> anyhow::Result<String> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    crate::sandbox::Profile::resolve(name_or_path, &cwd)
+        .with_context(|| format!("--profile {name_or_path}"))?;
+    if crate::sandbox::bundled_names().contains(&name_or_path) {
+        return Ok(name_or_path.to_string());
+    }
+    let path = cwd.join(name_or_path);
+    let path = path.canonicalize().unwrap_or(path);
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    Ok(match path.strip_prefix(&project) {
+        Ok(inside) => format!("./{}", inside.display()),
+        Err(_) => path.display().to_string(),
+    })
 }

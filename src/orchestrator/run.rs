@@ -23,6 +23,8 @@ pub struct ContinueArgs {
     pub model: Option<String>,
     /// `--base-url`, over LONGRUN_BASE_URL and longrun.toml.
     pub base_url: Option<String>,
+    /// `--profile`, over `[sandbox] profile` in longrun.toml.
+    pub profile: Option<String>,
     pub quiet: bool,
     /// Report one JSON object per event on stdout.
     pub json: bool,
@@ -44,6 +46,7 @@ impl ContinueArgs {
             until_done: false,
             model: None,
             base_url: None,
+            profile: None,
             quiet: false,
             json: false,
             max_hours: None,
@@ -93,7 +96,10 @@ fn next_feature_besides(
 }
 
 pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
-    let project = Project::open(&args.dir)?;
+    let mut project = Project::open(&args.dir)?;
+    if let Some(profile) = &args.profile {
+        project.use_profile(profile)?;
+    }
     super::preflight::check(&project)?;
     let spec = resolve_model(args.model.as_deref(), &project.config, &project.dir)?;
     let provider = open_provider(&spec, &project.config.model, args.base_url.as_deref())?;

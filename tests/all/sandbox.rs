@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{self, text, Env};
+use crate::common::{self, stderr, text, Env};
 
 const NOBODY: u32 = 65534;
 
@@ -754,4 +754,89 @@ fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded(
             "missing {needle:?} in:\n{message}"
         );
     }
+}
+
+#[test]
+fn profile_flag_picks_the_profile_for_init_and_for_one_run() {
+    let env = Env::new();
+    let features = common::features(&[("F001", false, "true"), ("F002", false, "true")]);
+    let f1 = common::features(&[("F001", true, "true"), ("F002", false, "true")]);
+    let f2 = common::features(&[("F001", true, "true"), ("F002", true, "true")]);
+    let model = env.model(serde_json::json!({
+        "1": common::initializer(&features),
+        "2": common::worker(&[("a.txt", "a\n")], &f1),
+        "3": common::worker(&[("b.txt", "b\n")], &f2),
+    }));
+    let spec = env.write("spec.md", "# spec\n");
+    let dir = env.dir_arg();
+    let o = env.run(&[
+        "init",
+        spec.to_str().unwrap(),
+        "--dir",
+        &dir,
+        "--model",
+        &model,
+        "--profile",
+        "strict",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let toml = env.on_main("longrun.toml").unwrap();
+    assert!(toml.contains("profile = \"strict\""), "{toml}");
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.contains("Longrun-Sandbox: profile strict"),
+        "{message}"
+    );
+
+    // A bad --profile on continue: exit 2, named, and nothing recorded.
+    let before = env.git(&["rev-parse", "main"]);
+    let o = env.run(&["continue", "--dir", &dir, "--profile", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let said = stderr(&o);
+    assert!(said.contains("--profile nosuch"), "{said}");
+    assert!(said.contains("default, loopback, strict"), "{said}");
+    assert_eq!(env.git(&["rev-parse", "main"]), before);
+
+    // --profile on continue holds for that run only: longrun.toml is unchanged.
+    let o = env.run(&["continue", "--dir", &dir, "--profile", "loopback"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.contains("Longrun-Sandbox: profile loopback"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Longrun-Sandbox: network: loopback"),
+        "{message}"
+    );
+    assert_eq!(env.on_main("longrun.toml").unwrap(), toml);
+    let o = env.run(&["continue", "--dir", &dir]);
+    assert!(o.status.success(), "{}", text(&o));
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.contains("Longrun-Sandbox: profile strict"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_bad_profile_on_init_writes_nothing() {
+    let env = Env::new();
+    let spec = env.write("spec.md", "# spec\n");
+    let dir = env.dir_arg();
+    let o = env.run(&[
+        "init",
+        spec.to_str().unwrap(),
+        "--dir",
+        &dir,
+        "--model",
+        "scripted:none.json",
+        "--profile",
+        "./missing.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let said = stderr(&o);
+    assert!(said.contains("--profile ./missing.toml"), "{said}");
+    assert!(said.contains("missing.toml"), "{said}");
+    assert!(!env.project().exists(), "init created {dir}");
 }
