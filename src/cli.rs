@@ -15,11 +15,100 @@ use clap::{Args, Parser, Subcommand};
         verifies every session independently and records it on main's first-parent history."
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
     /// More log output on stderr (-v info, -vv debug). RUST_LOG is honoured too.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
-    #[command(subcommand)]
-    pub command: Command,
+}
+
+const SANDBOX_ABOUT: &str =
+    "Run a command under exactly the confinement a session gets, with DIR writable";
+const SANDBOX_LONG_ABOUT: &str = "Run a command under exactly the confinement a session gets, \
+    with DIR writable.\n\n\
+    Prints nothing of its own when all goes well and exits with the command's status.";
+
+// `longrun sandbox`'s arguments (its about text is on the variant and in sandbox_command).
+#[derive(Debug, Args)]
+pub struct SandboxCmd {
+    /// A bundled profile (default, loopback, strict) or a path to a profile file.
+    #[arg(long, value_name = "NAME|PATH", default_value = "default")]
+    pub profile: String,
+    /// The writable workspace (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Override the profile's network mode.
+    #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "host"])]
+    pub network: Option<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub argv: Vec<String>,
+}
+
+impl Cli {
+    /// Parse the command line. `sandbox` and the hidden `__exec` start every
+    /// confined command, so they are parsed without building the whole
+    /// command line first (clap builds every subcommand's arguments up
+    /// front: a third of a millisecond on each start).
+    pub fn parse_args() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        match args.get(1).and_then(|a| a.to_str()) {
+            Some(EXEC) => exec_args(&args).unwrap_or_else(Cli::parse),
+            Some("sandbox") => sandbox_args(args),
+            _ => Cli::parse(),
+        }
+    }
+}
+
+const EXEC: &str = "__exec";
+
+/// `__exec --spec SPEC -- CMD...`, exactly as the orchestrator writes it.
+fn exec_args(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let strings: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    match strings.as_slice() {
+        [_, _, "--spec", spec, "--", argv @ ..] if !argv.is_empty() => Some(Cli {
+            global: Global { verbose: 0 },
+            command: Command::Exec {
+                spec: spec.to_string(),
+                argv: argv.iter().map(|a| a.to_string()).collect(),
+            },
+        }),
+        _ => None,
+    }
+}
+
+/// The command line `longrun sandbox` alone needs.
+fn sandbox_command() -> clap::Command {
+    let sandbox = clap::Command::new("sandbox")
+        .about(SANDBOX_ABOUT)
+        .long_about(SANDBOX_LONG_ABOUT);
+    Global::augment_args(
+        clap::Command::new("longrun")
+            .bin_name("longrun")
+            .version(env!("CARGO_PKG_VERSION")),
+    )
+    .subcommand(SandboxCmd::augment_args(sandbox))
+}
+
+fn sandbox_args(args: Vec<std::ffi::OsString>) -> Cli {
+    use clap::FromArgMatches;
+    let parsed = sandbox_command().try_get_matches_from(args).and_then(|m| {
+        let global = Global::from_arg_matches(&m)?;
+        // argv[1] is `sandbox`, so a match is its subcommand's.
+        let sub = m.subcommand_matches("sandbox").unwrap_or(&m);
+        Ok(Cli {
+            global,
+            command: Command::Sandbox(SandboxCmd::from_arg_matches(sub)?),
+        })
+    });
+    parsed.unwrap_or_else(|e| e.exit())
 }
 
 /// The project directory, shared by every command that works on a project.
@@ -148,23 +237,8 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
-    /// Run a command under exactly the confinement a session gets, with DIR writable.
-    ///
-    /// Prints nothing of its own when all goes well and exits with the command's status.
-    Sandbox {
-        /// A bundled profile (default, loopback, strict) or a path to a profile file.
-        #[arg(long, value_name = "NAME|PATH", default_value = "default")]
-        profile: String,
-        /// The writable workspace (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// Override the profile's network mode.
-        #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "host"])]
-        network: Option<String>,
-        /// The command and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        argv: Vec<String>,
-    },
+    #[command(about = SANDBOX_ABOUT, long_about = SANDBOX_LONG_ABOUT)]
+    Sandbox(SandboxCmd),
     /// What confinement this machine enforces; exits 0 when the default profile can be fully enforced.
     Doctor,
     /// Print the permission verdict on a bash command and the rule that decided it.
@@ -189,4 +263,48 @@ pub enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn sandbox_alone_is_the_same_command_line_as_in_the_whole_cli() {
+        let mut whole = Cli::command();
+        whole.build();
+        let mut whole = whole
+            .find_subcommand("sandbox")
+            .cloned()
+            .unwrap_or_else(|| panic!("no sandbox subcommand"));
+        let mut alone = sandbox_command();
+        alone.build();
+        let mut alone = alone
+            .find_subcommand("sandbox")
+            .cloned()
+            .unwrap_or_else(|| panic!("no sandbox subcommand"));
+        assert_eq!(
+            alone.render_long_help().to_string(),
+            whole.render_long_help().to_string()
+        );
+    }
+
+    #[test]
+    fn exec_is_parsed_exactly_as_the_orchestrator_writes_it() {
+        let args = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let cli = exec_args(&args(&[
+            "longrun", "__exec", "--spec", "{}", "--", "true", "x",
+        ]));
+        match cli.map(|c| c.command) {
+            Some(Command::Exec { spec, argv }) => {
+                assert_eq!(spec, "{}");
+                assert_eq!(argv, ["true", "x"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Anything else goes to clap, which explains what is wrong.
+        assert!(exec_args(&args(&["longrun", "__exec", "--spec", "{}", "--"])).is_none());
+        assert!(exec_args(&args(&["longrun", "__exec", "--", "true"])).is_none());
+    }
 }

@@ -2,12 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use longrun::cli::{Cli, Command};
 use longrun::error::{exit_code_for, Outcome};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     // The worker and the exec helper confine themselves before any thread exists,
     // so they run before the async runtime is built.
     match cli.command {
@@ -15,23 +14,11 @@ fn main() -> ExitCode {
         Command::Exec { spec, argv } => return longrun::sandbox::exec_confined(&spec, &argv),
         Command::Completions { shell } => return print_bytes(&longrun::view::completions(shell)),
         Command::Man => return print_bytes(&longrun::view::man_page()),
-        Command::Sandbox {
-            profile,
-            workspace,
-            network,
-            argv,
-        } => {
-            return longrun::sandbox::run_sandbox(longrun::sandbox::SandboxArgs {
-                profile,
-                workspace,
-                network,
-                argv,
-            })
-        }
+        Command::Sandbox(args) => return longrun::sandbox::run_sandbox(args),
         Command::Doctor => return longrun::sandbox::doctor(),
         _ => {}
     }
-    longrun::logging::init(cli.verbose, project_log_dir(&cli.command));
+    longrun::logging::init(cli.global.verbose, project_log_dir(&cli.command));
     match run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(err) => {
@@ -168,7 +155,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         | Command::Exec { .. }
         | Command::Completions { .. }
         | Command::Man
-        | Command::Sandbox { .. }
+        | Command::Sandbox(_)
         | Command::Doctor => Err(anyhow::anyhow!(
             "internal error: this command runs before the async runtime starts"
         )),

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::{confine, session_env, Network, Profile, SandboxSpec};
+use crate::cli::SandboxCmd;
 use crate::error::{bad_input, exit_code_for};
 
 /// The hidden `__exec` subcommand: confine, then exec `argv`. Returns only on failure.
@@ -30,17 +31,9 @@ pub fn exec_confined(spec_json: &str, argv: &[String]) -> ExitCode {
     exec(argv, None)
 }
 
-/// What `longrun sandbox` was asked.
-pub struct SandboxArgs {
-    pub profile: String,
-    pub workspace: Option<PathBuf>,
-    pub network: Option<String>,
-    pub argv: Vec<String>,
-}
-
 /// `longrun sandbox`: run `argv` under exactly the confinement a session gets,
 /// with the workspace writable. Returns only on failure.
-pub fn run_sandbox(args: SandboxArgs) -> ExitCode {
+pub fn run_sandbox(args: SandboxCmd) -> ExitCode {
     let spec = match sandbox_spec(&args) {
         Ok(spec) => spec,
         Err(e) => {
@@ -63,7 +56,7 @@ pub fn run_sandbox(args: SandboxArgs) -> ExitCode {
     exec(&args.argv, Some(env))
 }
 
-fn sandbox_spec(args: &SandboxArgs) -> anyhow::Result<SandboxSpec> {
+fn sandbox_spec(args: &SandboxCmd) -> anyhow::Result<SandboxSpec> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut profile = Profile::resolve(&args.profile, &cwd)?;
     if let Some(mode) = &args.network {

@@ -136,8 +136,6 @@ fn limit_namespace(processes: u64) -> anyhow::Result<()> {
     let max = (RESERVED_PIDS + processes).min(PID_MAX_LIMIT);
     std::fs::write("/proc/sys/kernel/ns_last_pid", RESERVED_PIDS.to_string())?;
     std::fs::write("/proc/sys/kernel/pid_max", max.to_string())?;
-    let now = std::fs::read_to_string("/proc/sys/kernel/pid_max")?;
-    anyhow::ensure!(now.trim() == max.to_string(), "pid_max did not take");
     Ok(())
 }
 

@@ -25,7 +25,7 @@ mod spec;
 pub use confine::{confine, Enforcement};
 pub use doctor::doctor;
 pub use env::session_env;
-pub use exec::{exec_confined, run_sandbox, SandboxArgs};
+pub use exec::{exec_confined, run_sandbox};
 pub use hint::denial_hint;
 pub use lifetime::{bind_to_parent, own_exe, Bound};
 pub use profile::{bundled_names, Filesystem, LandlockMode, Limits, Network, Profile};
