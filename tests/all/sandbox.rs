@@ -186,6 +186,27 @@ fn secrets_in_the_real_home_cannot_be_read_directly_or_through_a_symlink() {
 }
 
 #[test]
+fn root_cannot_read_the_password_hashes_while_etc_stays_readable() {
+    // uid 0 owns /etc/shadow, so dropping capabilities alone leaves it readable.
+    each_user(
+        &[],
+        "cat /etc/shadow; echo rc=$?; cat /etc/gshadow; echo rc=$?; \
+         grep -c root /etc/passwd; ls /etc/ssl/certs > /dev/null && echo certs",
+        |user, _, o| {
+            let said = out(o);
+            assert!(!said.contains("root:"), "{user:?}: {said}");
+            assert_eq!(said.matches("rc=1").count(), 2, "{user:?}: {said}");
+            assert!(said.contains("Permission denied"), "{user:?}: {said}");
+            assert!(
+                said.contains("\n1\n") || said.starts_with("1\n"),
+                "{user:?}: {said}"
+            );
+            assert!(said.contains("certs"), "{user:?}: {said}");
+        },
+    );
+}
+
+#[test]
 fn the_parents_environment_is_not_inherited_nor_readable_in_proc() {
     each_user(
         &[],
