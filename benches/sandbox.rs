@@ -2,8 +2,13 @@
 //! through plain exec, through `longrun sandbox` (the default profile, as a
 //! session gets it) and through bubblewrap, measured in one run, interleaved
 //! so that machine load hits all alike, and printed as ratios. Run as root,
-//! it also measures both as uid 65534 (through setpriv), where longrun can
-//! make no cgroup and falls back to rlimits.
+//! it also measures both as uid 65534 (through setpriv), where longrun
+//! makes its PID namespace inside a user namespace.
+//!
+//! Two floors are measured beside them, because they bound what any
+//! launcher can reach: `env /bin/true` (a wrapper that only execs the
+//! command: two execs) and `unshare --pid --fork /bin/true` (a wrapper that
+//! makes a PID namespace: two execs and a fork).
 
 // A benchmark that cannot set up has nothing to report: it panics.
 #![allow(clippy::expect_used)]
@@ -14,6 +19,13 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 300;
 
 fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this too,
+    // as a smoke test: every variant starts, a few times each.
+    let runs = if std::env::args().any(|a| a == "--bench") {
+        RUNS
+    } else {
+        5
+    };
     let workspace = tempfile::tempdir().expect("temp dir");
     let root = nix::unistd::getuid().is_root();
     if root {
@@ -46,8 +58,15 @@ fn main() {
         "--regid=65534",
         "--clear-groups",
     ];
+    let unshare: &[&str] = if root {
+        &["unshare", "--pid", "--fork", "/bin/true"]
+    } else {
+        &["unshare", "--user", "--pid", "--fork", "/bin/true"]
+    };
     let mut variants: Vec<(&str, Vec<&str>)> = vec![
         ("plain exec", vec!["/bin/true"]),
+        ("floor: env /bin/true", vec!["env", "/bin/true"]),
+        ("floor: unshare --pid --fork", unshare.to_vec()),
         ("longrun sandbox", longrun.to_vec()),
         ("bubblewrap", bwrap.to_vec()),
     ];
@@ -64,12 +83,12 @@ fn main() {
     variants.retain(|(name, argv)| {
         let ok = succeeds(&mut command(argv));
         if !ok {
-            println!("  {name}: not measured (it failed; is bwrap installed?)");
+            println!("  {name}: not measured (it failed; are bwrap and unshare installed?)");
         }
         ok
     });
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         for (i, (_, argv)) in variants.iter().enumerate() {
             times[i].push(time(&mut command(argv)));
         }
@@ -78,7 +97,7 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load = load.split_whitespace().next().unwrap_or("?");
     println!(
-        "/bin/true, median wall time of {RUNS} runs each (spawn to exit), load average {load}:"
+        "/bin/true, median wall time of {runs} runs each (spawn to exit), load average {load}:"
     );
     let by_name = |n: &str| {
         variants
