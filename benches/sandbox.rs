@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 300;
+const SETTLE: Duration = Duration::from_millis(20);
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this too,
@@ -91,6 +92,10 @@ fn main() {
     for _ in 0..runs {
         for (i, (_, argv)) in variants.iter().enumerate() {
             times[i].push(time(&mut command(argv)));
+            // Let the kernel finish what an exit defers (a network
+            // namespace's teardown, above all) before the next start, so no
+            // variant is charged for the one before it.
+            std::thread::sleep(SETTLE);
         }
     }
     let medians: Vec<f64> = times.into_iter().map(|t| ms(median(t))).collect();

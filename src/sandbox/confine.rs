@@ -1,7 +1,7 @@
 //! Applying confinement in a fresh process, before any thread exists, in
 //! this order: own session and PDEATHSIG, then a PID namespace of its own
-//! (sandbox/lifetime.rs); resource limits (and the network
-//! namespace, which needs the capabilities about to go); drop every
+//! (sandbox/lifetime.rs); resource limits (and the network namespace and
+//! the read-only mount namespace, which need the capabilities about to go); drop every
 //! capability; no_new_privs; seccomp; Landlock; close inherited descriptors.
 //! Then check what the kernel enforced and refuse when the profile asks for
 //! more, unless it says `landlock = "best-effort"`.
@@ -9,7 +9,7 @@
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use super::{caps, landlock, limits, network, seccomp, LandlockMode, SandboxSpec};
+use super::{caps, landlock, limits, mounts, network, seccomp, LandlockMode, SandboxSpec};
 
 /// What the kernel actually enforced, recorded in the session's trailers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -43,6 +43,9 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     e.layers.push(limits.layer);
     e.warnings.extend(limits.warnings);
     e.layers.push(network::isolate(profile.network)?);
+    let mounts = mounts::restrict(spec, &landlock::writable_paths(spec))?;
+    e.layers.extend(mounts.layers);
+    e.warnings.extend(mounts.warnings);
     e.layers.push(caps::drop_all()?);
     no_new_privs()?;
     e.layers.push("no_new_privs: set".into());

@@ -3,14 +3,18 @@
 
 use super::{Network, Profile};
 
-/// Words in a tool's output that say EACCES or EPERM.
+/// Words in a tool's output that say EACCES, EPERM or EROFS (everything
+/// outside the writable paths is a read-only mount).
 const DENIALS: &[&str] = &[
     "Permission denied",
     "Operation not permitted",
+    "Read-only file system",
     "os error 13",
     "os error 1)",
+    "os error 30",
     "EACCES",
     "EPERM",
+    "EROFS",
 ];
 
 /// The hint to add to a failed tool result whose `output` reports EACCES or

@@ -23,10 +23,6 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 ];
 
-/// Directories of /etc that hold world-readable files beside secrets (host
-/// keys, TLS private keys, old passwords): as root, granted entry by entry too.
-const ETC_EXPANDED: &[&str] = &["ssh", "ssl", "security"];
-
 /// Devices a build uses, read and write.
 const DEVICES: &[&str] = &[
     "/dev/null",
@@ -141,7 +137,7 @@ fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<Res
     }
     let created = ruleset
         .create()?
-        .add_rules(path_beneath_rules(system_paths(), read_exec))?
+        .add_rules(path_beneath_rules(SYSTEM_DIRS, read_exec))?
         .add_rules(path_beneath_rules(
             ["/proc"],
             AccessFs::ReadFile | AccessFs::ReadDir,
@@ -150,46 +146,6 @@ fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<Res
         .add_rules(path_beneath_rules(DEVICES, device))?
         .add_rules(path_beneath_rules(writable_paths(spec), all))?;
     Ok(created.restrict_self()?)
-}
-
-/// The system directories. uid 0 owns every file in /etc and so reads even
-/// `/etc/shadow` without any capability: as root, /etc is granted entry by
-/// entry instead, leaving out what others may not read (shadow, gshadow,
-/// sudoers, and in ETC_EXPANDED host and TLS keys). Landlock only grants, so
-/// this is the one way to keep them out.
-fn system_paths() -> Vec<PathBuf> {
-    let root = nix::unistd::geteuid().is_root();
-    SYSTEM_DIRS
-        .iter()
-        .flat_map(|dir| match *dir {
-            "/etc" if root => world_readable_entries(std::path::Path::new(dir), ETC_EXPANDED),
-            _ => vec![PathBuf::from(dir)],
-        })
-        .collect()
-}
-
-/// The entries of `dir` that others may read (symlinks judged by their
-/// targets); those named in `expand` are listed entry by entry themselves.
-fn world_readable_entries(dir: &std::path::Path, expand: &[&str]) -> Vec<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut paths = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.mode() & 0o004 != 0 => {
-                if meta.is_dir() && expand.iter().any(|e| entry.file_name() == *e) {
-                    paths.extend(world_readable_entries(&path, &[]));
-                } else {
-                    paths.push(path);
-                }
-            }
-            _ => {}
-        }
-    }
-    paths
 }
 
 /// The toolchain directories and the extra read-only paths (the main repo).
@@ -201,7 +157,7 @@ fn read_only_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
 
 /// The workspace, private tmp and home, /dev/shm (POSIX semaphores, which
 /// Python multiprocessing needs), and the extra writable paths.
-fn writable_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
+pub(super) fn writable_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
     let mut paths = vec![
         spec.workspace.clone(),
         spec.tmp.clone(),
@@ -235,32 +191,6 @@ fn describe(status: &RestrictionStatus, abi: i32, network: Network, complete: bo
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_what_others_may_read_is_listed_and_named_dirs_are_expanded() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let mode = |p: &std::path::Path, m: u32| {
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
-        };
-        for (name, m) in [("passwd", 0o644), ("shadow", 0o640), ("sudoers", 0o440)] {
-            std::fs::write(dir.path().join(name), "x").unwrap();
-            mode(&dir.path().join(name), m);
-        }
-        for sub in ["ssh", "apt"] {
-            std::fs::create_dir(dir.path().join(sub)).unwrap();
-            std::fs::write(dir.path().join(sub).join("key"), "k").unwrap();
-            mode(&dir.path().join(sub).join("key"), 0o600);
-            std::fs::write(dir.path().join(sub).join("conf"), "c").unwrap();
-        }
-        std::os::unix::fs::symlink(dir.path().join("shadow"), dir.path().join("link")).unwrap();
-        let mut got: Vec<String> = world_readable_entries(dir.path(), &["ssh"])
-            .iter()
-            .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
-            .collect();
-        got.sort();
-        assert_eq!(got, ["apt", "passwd", "ssh/conf"]);
-    }
 
     #[test]
     fn missing_features_follow_the_abi() {

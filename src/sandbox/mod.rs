@@ -17,6 +17,7 @@ mod hint;
 mod landlock;
 mod lifetime;
 mod limits;
+mod mounts;
 mod network;
 mod profile;
 mod seccomp;

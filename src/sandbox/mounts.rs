@@ -1,0 +1,242 @@
+//! A mount namespace of the sandbox's own: the whole tree read-only except
+//! the writable paths, and, as root, /etc's root-only files covered.
+//!
+//! Landlock decides who may read, write and execute, but not who may change
+//! a file's metadata: without this, a confined process could chmod (setuid
+//! bits included) and touch any file it owns outside the workspace, and as
+//! root that is every system file. A read-only mount answers EROFS to all
+//! of it. And uid 0 owns /etc/shadow, so even with every capability dropped
+//! it reads it as its owner; Landlock can only grant, never carve out, so
+//! as root every /etc entry others may not read is covered: files by
+//! /dev/null (empty to read), directories by an empty tmpfs with mode 000.
+//!
+//! The namespace is private (nothing propagates back) and is made while the
+//! capabilities are still held (through the user namespace of the PID
+//! namespace when unprivileged); seccomp denies mounting afterwards.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+
+use super::SandboxSpec;
+
+/// Directories of /etc that hold world-readable files beside secrets (host
+/// keys, TLS private keys, old passwords): looked into one level further.
+const EXPANDED: &[&str] = &["ssh", "ssl", "security"];
+
+/// What the layer did: lines for the trailers, and what it could not do.
+pub struct MountsOutcome {
+    pub layers: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Make the mount namespace for `spec`, given the writable paths.
+pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<MountsOutcome> {
+    let mut outcome = MountsOutcome {
+        layers: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
+        outcome.warnings.push(format!(
+            "mounts: no mount namespace ({e}): chmod and timestamps of files this user \
+             owns outside the workspace are not protected"
+        ));
+        return Ok(outcome);
+    }
+    set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE)
+        .context("cannot make the mount tree private and read-only")?;
+    for path in writable.iter().filter(|p| p.is_dir()) {
+        mount(
+            Some(path),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .with_context(|| format!("cannot bind {} writable", path.display()))?;
+        set_attr(path, false, 0, MOUNT_ATTR_RDONLY, 0)
+            .with_context(|| format!("cannot make {} writable", path.display()))?;
+    }
+    // The working directory still names the read-only mount under the new
+    // bind: enter it again by path.
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    std::env::set_current_dir(&cwd)
+        .with_context(|| format!("cannot enter {} again", cwd.display()))?;
+    outcome.layers.push(format!(
+        "mounts: read-only but for the workspace{}",
+        if spec.writable.is_empty() && spec.profile.filesystem.writable.is_empty() {
+            ", tmp and home"
+        } else {
+            ", tmp, home and the extra writable paths"
+        }
+    ));
+    if nix::unistd::geteuid().is_root() {
+        outcome.layers.push(hide_root_secrets()?);
+    }
+    Ok(outcome)
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// mount_setattr(2) on `path` (and, with `recursive`, every mount below).
+fn set_attr(
+    path: &Path,
+    recursive: bool,
+    set: u64,
+    clear: u64,
+    propagation: u64,
+) -> nix::Result<()> {
+    /// The kernel's `struct mount_attr`.
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation,
+        userns_fd: 0,
+    };
+    let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+        .map_err(|_| nix::errno::Errno::EINVAL)?;
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: a valid C string and a mount_attr of the size passed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    nix::errno::Errno::result(rc).map(drop)
+}
+
+/// As root, cover what only root may read in /etc.
+fn hide_root_secrets() -> anyhow::Result<String> {
+    let secrets = root_only(Path::new("/etc"), EXPANDED);
+    for secret in &secrets {
+        cover(secret).with_context(|| format!("cannot cover {}", secret.path.display()))?;
+    }
+    let names: Vec<String> = secrets
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect();
+    Ok(match names.is_empty() {
+        true => "secrets: no root-only entries in /etc".to_string(),
+        false => format!(
+            "secrets: root-only entries of /etc hidden ({})",
+            names.join(", ")
+        ),
+    })
+}
+
+fn cover(secret: &Secret) -> nix::Result<()> {
+    if secret.dir {
+        let flags =
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(
+            Some("tmpfs"),
+            &secret.path,
+            Some("tmpfs"),
+            flags,
+            Some("size=4k,mode=000"),
+        )
+    } else {
+        mount(
+            Some("/dev/null"),
+            &secret.path,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+    }
+}
+
+/// An entry of /etc that others may not read.
+#[derive(Debug, PartialEq, Eq)]
+struct Secret {
+    path: PathBuf,
+    dir: bool,
+}
+
+/// The entries of `dir` that others may not read (symlinks judged by their
+/// targets); in those named in `expand`, one level further. A stat per
+/// entry and nothing more: this runs on every start as root.
+fn root_only(dir: &Path, expand: &[&str]) -> Vec<Secret> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let dir = meta.is_dir();
+        if meta.mode() & 0o004 == 0 {
+            if dir || meta.is_file() {
+                found.push(Secret { path, dir });
+            }
+        } else if dir && expand.iter().any(|e| entry.file_name() == *e) {
+            found.extend(root_only(&path, &[]));
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_others_may_not_read_is_found_and_named_dirs_are_looked_into() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        for (name, m) in [("passwd", 0o644), ("shadow", 0o640), ("sudoers", 0o440)] {
+            std::fs::write(root.join(name), "x").unwrap();
+            mode(&root.join(name), m);
+        }
+        for sub in ["ssh", "apt"] {
+            std::fs::create_dir(root.join(sub)).unwrap();
+            std::fs::write(root.join(sub).join("key"), "k").unwrap();
+            mode(&root.join(sub).join("key"), 0o600);
+            std::fs::write(root.join(sub).join("conf"), "c").unwrap();
+        }
+        std::fs::create_dir(root.join("private")).unwrap();
+        mode(&root.join("private"), 0o700);
+        std::os::unix::fs::symlink(root.join("shadow"), root.join("link")).unwrap();
+        let got: Vec<(String, bool)> = root_only(root, &["ssh"])
+            .into_iter()
+            .map(|s| {
+                (
+                    s.path.strip_prefix(root).unwrap().display().to_string(),
+                    s.dir,
+                )
+            })
+            .collect();
+        let want = [
+            ("link", false),
+            ("private", true),
+            ("shadow", false),
+            ("ssh/key", false),
+            ("sudoers", false),
+        ];
+        let want: Vec<(String, bool)> = want.iter().map(|(p, d)| (p.to_string(), *d)).collect();
+        assert_eq!(got, want);
+    }
+}
