@@ -26,6 +26,14 @@ use super::SandboxSpec;
 /// keys, TLS private keys, old passwords): looked into one level further.
 const EXPANDED: &[&str] = &["ssh", "ssl", "security"];
 
+/// Where the machine's Unix sockets live: the system and session buses,
+/// systemd's own (`systemd-run` from it runs anything outside), container
+/// daemons, X. Before Landlock ABI 9, connecting to a pathname socket is not
+/// a file access Landlock controls, so they are covered by an empty tmpfs
+/// (unless the profile's network is `host`, which confines nothing of it
+/// and whose DNS may live in /run).
+const SOCKET_DIRS: &[&str] = &["/run", "/tmp/.X11-unix", "/tmp/.ICE-unix"];
+
 /// What the layer did: lines for the trailers, and what it could not do.
 pub struct MountsOutcome {
     pub layers: Vec<String>,
@@ -72,6 +80,15 @@ pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<Moun
             ", tmp, home and the extra writable paths"
         }
     ));
+    if spec.profile.network != super::Network::Host {
+        let hidden = hide_socket_dirs(writable)?;
+        if !hidden.is_empty() {
+            outcome.layers.push(format!(
+                "mounts: {} hidden (the machine's Unix sockets)",
+                hidden.join(", ")
+            ));
+        }
+    }
     if nix::unistd::geteuid().is_root() {
         outcome.layers.push(hide_root_secrets()?);
     }
@@ -118,6 +135,30 @@ fn set_attr(
         )
     };
     nix::errno::Errno::result(rc).map(drop)
+}
+
+/// Cover each of SOCKET_DIRS that exists with an empty read-only tmpfs,
+/// except where a writable path lies inside it. Returns what was covered.
+fn hide_socket_dirs(writable: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    let mut hidden = Vec::new();
+    for dir in SOCKET_DIRS.iter().map(Path::new) {
+        let real = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+        if !real || writable.iter().any(|w| w.starts_with(dir)) {
+            continue;
+        }
+        let flags =
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            flags,
+            Some("size=4k,mode=755"),
+        )
+        .with_context(|| format!("cannot cover {}", dir.display()))?;
+        hidden.push(dir.display().to_string());
+    }
+    Ok(hidden)
 }
 
 /// As root, cover what only root may read in /etc.

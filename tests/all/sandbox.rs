@@ -340,6 +340,39 @@ c = socket.socket(socket.AF_UNIX); c.connect(\"\\0{name}-inside\"); print(\"insi
     );
 }
 
+#[test]
+fn unix_sockets_under_run_are_unreachable_but_inside_work() {
+    // Before Landlock ABI 9, connecting to a pathname socket is no file
+    // access Landlock controls: /run (system and session buses, systemd's
+    // own socket, container daemons) is covered instead.
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipped: only root can make a socket under /run");
+        return;
+    }
+    let path = PathBuf::from(format!("/run/longrun-test-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let p = path.display();
+    let script = format!(
+        "/usr/bin/python3 -c 'import socket\n\
+s = socket.socket(socket.AF_UNIX)\n\
+try:\n    s.connect(\"{p}\"); print(\"outside: connected\")\n\
+except OSError as e: print(\"outside:\", e.errno)\n\
+srv = socket.socket(socket.AF_UNIX); srv.bind(\"inside.sock\"); srv.listen(1)\n\
+c = socket.socket(socket.AF_UNIX); c.connect(\"inside.sock\"); print(\"inside: connected\")'"
+    );
+    each_user(&[], &script, |user, _, o| {
+        let said = out(o);
+        assert!(!said.contains("outside: connected"), "{user:?}: {said}");
+        assert!(said.contains("inside: connected"), "{user:?}: {said}");
+    });
+    let reached = listener.accept().is_ok();
+    let _ = std::fs::remove_file(&path);
+    assert!(!reached, "a sandboxed process reached {p}");
+}
+
 /// The state letter of `pid` in /proc (T when stopped).
 fn state(pid: u32) -> char {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
