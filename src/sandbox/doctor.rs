@@ -93,12 +93,19 @@ fn user_namespaces() -> String {
             .ok()
             .map(|t| t.trim().to_string())
     };
+    const WITHOUT: &str = "; when not root, sandboxes then have no PID namespace \
+        (no process limit but RLIMIT_NPROC, leftovers ended only on recovery) and no read-only mounts";
     if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-        return "disabled for unprivileged users (kernel.unprivileged_userns_clone = 0)".into();
+        return format!(
+            "disabled for unprivileged users (kernel.unprivileged_userns_clone = 0){WITHOUT}"
+        );
     }
     match read("/proc/sys/user/max_user_namespaces").as_deref() {
-        Some("0") => "disabled (user.max_user_namespaces = 0)".into(),
-        Some(n) => format!("available (up to {n}); the loopback profile uses one when not root"),
+        Some("0") => format!("disabled (user.max_user_namespaces = 0){WITHOUT}"),
+        Some(n) => format!(
+            "available (up to {n}); when not root, every sandbox makes one for its PID and \
+             mount namespaces (and loopback's network)"
+        ),
         None => "unknown".into(),
     }
 }

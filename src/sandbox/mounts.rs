@@ -55,7 +55,7 @@ pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<Moun
     }
     set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE)
         .context("cannot make the mount tree private and read-only")?;
-    for path in writable.iter().filter(|p| p.is_dir()) {
+    for path in writable.iter().filter(|p| p.exists()) {
         mount(
             Some(path),
             path,
