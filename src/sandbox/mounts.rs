@@ -53,8 +53,26 @@ pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<Moun
         ));
         return Ok(outcome);
     }
-    set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE)
-        .context("cannot make the mount tree private and read-only")?;
+    match set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE) {
+        Ok(()) => {}
+        Err(nix::errno::Errno::ENOSYS) => {
+            // Before Linux 5.12: private, but not read-only.
+            mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )
+            .context("cannot make the mount tree private")?;
+            outcome.warnings.push(
+                "mounts: no mount_setattr (Linux 5.12): chmod and timestamps of files this \
+                 user owns outside the workspace are not protected"
+                    .into(),
+            );
+        }
+        Err(e) => return Err(e).context("cannot make the mount tree private and read-only"),
+    }
     for path in writable.iter().filter(|p| p.exists()) {
         mount(
             Some(path),
@@ -64,8 +82,13 @@ pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<Moun
             None::<&str>,
         )
         .with_context(|| format!("cannot bind {} writable", path.display()))?;
-        set_attr(path, false, 0, MOUNT_ATTR_RDONLY, 0)
-            .with_context(|| format!("cannot make {} writable", path.display()))?;
+        match set_attr(path, false, 0, MOUNT_ATTR_RDONLY, 0) {
+            // Read-only on the host already (a locked mount): it stays so.
+            Ok(()) | Err(nix::errno::Errno::EPERM) | Err(nix::errno::Errno::ENOSYS) => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot make {} writable", path.display()))
+            }
+        }
     }
     // The working directory still names the read-only mount under the new
     // bind: enter it again by path.
