@@ -43,7 +43,11 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     e.layers.push(limits.layer);
     e.warnings.extend(limits.warnings);
     e.layers.push(network::isolate(profile.network)?);
-    let mounts = mounts::restrict(spec, &landlock::writable_paths(spec))?;
+    let paths = mounts::Paths {
+        writable: landlock::writable_paths(spec),
+        read_only: landlock::read_only_paths(spec),
+    };
+    let mounts = mounts::restrict(spec, &paths)?;
     e.layers.extend(mounts.layers);
     e.warnings.extend(mounts.warnings);
     e.layers.push(caps::drop_all()?);

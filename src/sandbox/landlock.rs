@@ -149,7 +149,7 @@ fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<Res
 }
 
 /// The toolchain directories and the extra read-only paths (the main repo).
-fn read_only_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
+pub(super) fn read_only_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
     let mut paths = spec.profile.filesystem.read_only.clone();
     paths.extend(spec.read_only.iter().cloned());
     paths

@@ -34,14 +34,26 @@ const EXPANDED: &[&str] = &["ssh", "ssl", "security"];
 /// and whose DNS may live in /run).
 const SOCKET_DIRS: &[&str] = &["/run", "/tmp/.X11-unix", "/tmp/.ICE-unix"];
 
+/// Where everyone's sockets and temp files live (tmux's at a known path,
+/// ssh-agent's, X's): covered by an empty tmpfs too, with the sandbox's own
+/// paths under it bound back in.
+const TMP: &str = "/tmp";
+
+/// The paths a sandbox uses, as Landlock grants them.
+pub struct Paths {
+    pub writable: Vec<PathBuf>,
+    pub read_only: Vec<PathBuf>,
+}
+
 /// What the layer did: lines for the trailers, and what it could not do.
 pub struct MountsOutcome {
     pub layers: Vec<String>,
     pub warnings: Vec<String>,
 }
 
-/// Make the mount namespace for `spec`, given the writable paths.
-pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<MountsOutcome> {
+/// Make the mount namespace for `spec`, given the paths it uses.
+pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutcome> {
+    let writable = &paths.writable;
     let mut outcome = MountsOutcome {
         layers: Vec::new(),
         warnings: Vec::new(),
@@ -73,7 +85,10 @@ pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<Moun
         }
         Err(e) => return Err(e).context("cannot make the mount tree private and read-only"),
     }
-    for path in writable.iter().filter(|p| p.exists()) {
+    let hide = spec.profile.network != super::Network::Host;
+    let tmp_covered = hide && cover_tmp(paths)?;
+    let under_tmp = |p: &PathBuf| tmp_covered && p.starts_with(TMP);
+    for path in writable.iter().filter(|p| p.exists() && !under_tmp(p)) {
         mount(
             Some(path),
             path,
@@ -103,11 +118,14 @@ pub fn restrict(spec: &SandboxSpec, writable: &[PathBuf]) -> anyhow::Result<Moun
             ", tmp, home and the extra writable paths"
         }
     ));
-    if spec.profile.network != super::Network::Host {
-        let hidden = hide_socket_dirs(writable)?;
+    if hide {
+        let mut hidden = hide_socket_dirs(writable)?;
+        if tmp_covered {
+            hidden.push(TMP.to_string());
+        }
         if !hidden.is_empty() {
             outcome.layers.push(format!(
-                "mounts: {} hidden (the machine's Unix sockets)",
+                "mounts: {} hidden (the machine's Unix sockets and temp files)",
                 hidden.join(", ")
             ));
         }
@@ -158,6 +176,94 @@ fn set_attr(
         )
     };
     nix::errno::Errno::result(rc).map(drop)
+}
+
+/// Cover /tmp with an empty tmpfs and bind back the paths the sandbox uses
+/// under it (its workspace, tmp and home, the main repo, read-only ones
+/// read-only), then make the tmpfs read-only. False when /tmp is not a
+/// directory, or the profile grants /tmp itself or a parent of it.
+fn cover_tmp(paths: &Paths) -> anyhow::Result<bool> {
+    let tmp = Path::new(TMP);
+    let all = || paths.writable.iter().chain(&paths.read_only);
+    let is_dir = std::fs::symlink_metadata(tmp).is_ok_and(|m| m.is_dir());
+    if !is_dir || all().any(|p| tmp.starts_with(p)) {
+        return Ok(false);
+    }
+    // Opened before /tmp is covered (and after the namespace exists, so
+    // that they name its mounts); parents first, so that a path inside
+    // another lands on top of it.
+    let mut keep: Vec<(PathBuf, std::fs::File, bool)> = Vec::new();
+    for (path, writable) in paths
+        .writable
+        .iter()
+        .map(|p| (p, true))
+        .chain(paths.read_only.iter().map(|p| (p, false)))
+    {
+        if path.starts_with(tmp) {
+            if let Ok(file) = open_path(path) {
+                keep.push((path.clone(), file, writable));
+            }
+        }
+    }
+    keep.sort_by_key(|(p, _, _)| p.components().count());
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(
+        Some("tmpfs"),
+        tmp,
+        Some("tmpfs"),
+        flags,
+        Some("size=64k,mode=755"),
+    )
+    .context("cannot cover /tmp")?;
+    for (path, file, writable) in &keep {
+        let dir = file.metadata().map(|m| m.is_dir()).unwrap_or(true);
+        make_mount_point(path, dir)
+            .with_context(|| format!("cannot make {} again under the new /tmp", path.display()))?;
+        let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file));
+        mount(
+            Some(source.as_str()),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .with_context(|| format!("cannot bind {} under the new /tmp", path.display()))?;
+        if *writable {
+            match set_attr(path, false, 0, MOUNT_ATTR_RDONLY, 0) {
+                Ok(()) | Err(nix::errno::Errno::EPERM) => {}
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("cannot make {} writable", path.display()))
+                }
+            }
+        }
+    }
+    set_attr(tmp, false, MOUNT_ATTR_RDONLY, 0, 0).context("cannot make the new /tmp read-only")?;
+    Ok(true)
+}
+
+/// An O_PATH descriptor of `path`: enough to bind it, whatever its mode.
+fn open_path(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+}
+
+/// Where a kept path goes on the new /tmp: a directory, or an empty file.
+/// Inside a path already bound back it exists as it is.
+fn make_mount_point(path: &Path, dir: bool) -> std::io::Result<()> {
+    if dir {
+        return std::fs::create_dir_all(path);
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    if path.exists() {
+        return Ok(());
+    }
+    std::fs::File::create(path).map(drop)
 }
 
 /// Cover each of SOCKET_DIRS that exists with an empty read-only tmpfs,

@@ -39,9 +39,17 @@ struct Place {
 
 impl Place {
     fn new(user: User) -> Place {
+        // Under /var/tmp, not /tmp: inside, /tmp is an empty tmpfs with only
+        // the sandbox's own paths bound back, and a real home is not there.
+        let base = Path::new("/var/tmp");
+        let base = if base.is_dir() {
+            base.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
         let root = tempfile::Builder::new()
             .prefix("longrun-sbx-")
-            .tempdir()
+            .tempdir_in(base)
             .unwrap();
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let place = Place { root };
@@ -341,36 +349,49 @@ c = socket.socket(socket.AF_UNIX); c.connect(\"\\0{name}-inside\"); print(\"insi
 }
 
 #[test]
-fn unix_sockets_under_run_are_unreachable_but_inside_work() {
+fn unix_sockets_under_run_and_tmp_are_unreachable_but_inside_work() {
     // Before Landlock ABI 9, connecting to a pathname socket is no file
     // access Landlock controls: /run (system and session buses, systemd's
-    // own socket, container daemons) is covered instead.
+    // own socket, container daemons) and /tmp (tmux's socket sits at a known
+    // path there) are covered instead.
     if !nix::unistd::getuid().is_root() {
         eprintln!("skipped: only root can make a socket under /run");
         return;
     }
-    let path = PathBuf::from(format!("/run/longrun-test-{}.sock", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let p = path.display();
-    let script = format!(
-        "/usr/bin/python3 -c 'import socket\n\
+    let pid = std::process::id();
+    let tmux_like = PathBuf::from(format!("/tmp/longrun-tmux-{pid}"));
+    std::fs::create_dir_all(&tmux_like).unwrap();
+    std::fs::set_permissions(&tmux_like, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for path in [
+        PathBuf::from(format!("/run/longrun-test-{pid}.sock")),
+        tmux_like.join("default"),
+    ] {
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let p = path.display();
+        let script = format!(
+            "/usr/bin/python3 -c 'import socket\n\
 s = socket.socket(socket.AF_UNIX)\n\
 try:\n    s.connect(\"{p}\"); print(\"outside: connected\")\n\
 except OSError as e: print(\"outside:\", e.errno)\n\
 srv = socket.socket(socket.AF_UNIX); srv.bind(\"inside.sock\"); srv.listen(1)\n\
 c = socket.socket(socket.AF_UNIX); c.connect(\"inside.sock\"); print(\"inside: connected\")'"
-    );
-    each_user(&[], &script, |user, _, o| {
-        let said = out(o);
-        assert!(!said.contains("outside: connected"), "{user:?}: {said}");
-        assert!(said.contains("inside: connected"), "{user:?}: {said}");
-    });
-    let reached = listener.accept().is_ok();
-    let _ = std::fs::remove_file(&path);
-    assert!(!reached, "a sandboxed process reached {p}");
+        );
+        each_user(&[], &script, |user, _, o| {
+            let said = out(o);
+            assert!(
+                !said.contains("outside: connected"),
+                "{user:?}: {p}: {said}"
+            );
+            assert!(said.contains("inside: connected"), "{user:?}: {said}");
+        });
+        let reached = listener.accept().is_ok();
+        let _ = std::fs::remove_file(&path);
+        assert!(!reached, "a sandboxed process reached {p}");
+    }
+    let _ = std::fs::remove_dir_all(&tmux_like);
 }
 
 /// The state letter of `pid` in /proc (T when stopped).
