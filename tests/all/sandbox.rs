@@ -394,6 +394,41 @@ c = socket.socket(socket.AF_UNIX); c.connect(\"inside.sock\"); print(\"inside: c
     let _ = std::fs::remove_dir_all(&tmux_like);
 }
 
+#[test]
+fn a_sandbox_inside_a_sandbox_runs_with_what_it_could_not_enforce_said() {
+    // Inside, seccomp denies every namespace: the inner longrun has no PID
+    // or mount namespace of its own, falls back to rlimits and says so,
+    // and still runs the command under the outer confinement and its own
+    // seccomp and Landlock layers.
+    for user in users() {
+        let place = Place::new(user);
+        let inner = place.workspace().join("longrun");
+        std::fs::hard_link(env!("CARGO_BIN_EXE_longrun"), &inner)
+            .or_else(|_| std::fs::copy(env!("CARGO_BIN_EXE_longrun"), &inner).map(drop))
+            .unwrap();
+        let said = out(&place.run(
+            user,
+            &[],
+            "./longrun sandbox --workspace . -- sh -c 'echo inner-ok; touch made-inside'; echo rc=$?",
+        ));
+        assert!(said.contains("inner-ok\nrc=0"), "{user:?}: {said}");
+        assert!(
+            place.workspace().join("made-inside").exists(),
+            "{user:?}: {said}"
+        );
+        assert!(
+            said.contains("longrun sandbox: not enforced: mounts: no mount namespace"),
+            "{user:?}: {said}"
+        );
+        if user == User::Me && nix::unistd::getuid().is_root() {
+            assert!(
+                said.contains("not enforced: limits: neither a PID namespace limit nor a cgroup"),
+                "{user:?}: {said}"
+            );
+        }
+    }
+}
+
 /// The state letter of `pid` in /proc (T when stopped).
 fn state(pid: u32) -> char {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
