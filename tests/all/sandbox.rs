@@ -901,6 +901,22 @@ fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded(
     }
 }
 
+/// `init` with `--profile`, from a one-line spec.
+fn init_with_profile(env: &Env, model: &str, profile: &str) -> Output {
+    let spec = env.write("spec.md", "# spec\n");
+    let dir = env.dir_arg();
+    env.run(&[
+        "init",
+        spec.to_str().unwrap(),
+        "--dir",
+        &dir,
+        "--model",
+        model,
+        "--profile",
+        profile,
+    ])
+}
+
 #[test]
 fn profile_flag_picks_the_profile_for_init_and_for_one_run() {
     let env = Env::new();
@@ -912,18 +928,8 @@ fn profile_flag_picks_the_profile_for_init_and_for_one_run() {
         "2": common::worker(&[("a.txt", "a\n")], &f1),
         "3": common::worker(&[("b.txt", "b\n")], &f2),
     }));
-    let spec = env.write("spec.md", "# spec\n");
     let dir = env.dir_arg();
-    let o = env.run(&[
-        "init",
-        spec.to_str().unwrap(),
-        "--dir",
-        &dir,
-        "--model",
-        &model,
-        "--profile",
-        "strict",
-    ]);
+    let o = init_with_profile(&env, &model, "strict");
     assert!(o.status.success(), "{}", text(&o));
     let toml = env.on_main("longrun.toml").unwrap();
     assert!(toml.contains("profile = \"strict\""), "{toml}");
@@ -967,18 +973,8 @@ fn profile_flag_picks_the_profile_for_init_and_for_one_run() {
 #[test]
 fn a_bad_profile_on_init_writes_nothing() {
     let env = Env::new();
-    let spec = env.write("spec.md", "# spec\n");
     let dir = env.dir_arg();
-    let o = env.run(&[
-        "init",
-        spec.to_str().unwrap(),
-        "--dir",
-        &dir,
-        "--model",
-        "scripted:none.json",
-        "--profile",
-        "./missing.toml",
-    ]);
+    let o = init_with_profile(&env, "scripted:none.json", "./missing.toml");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let said = stderr(&o);
     assert!(said.contains("--profile ./missing.toml"), "{said}");
