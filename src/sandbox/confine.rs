@@ -46,6 +46,7 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     let paths = mounts::Paths {
         writable: landlock::writable_paths(spec),
         read_only: landlock::read_only_paths(spec),
+        own_proc: bound.own_pid_namespace,
     };
     let mounts = mounts::restrict(spec, &paths)?;
     e.layers.extend(mounts.layers);

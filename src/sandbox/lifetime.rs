@@ -38,6 +38,8 @@ pub struct Bound {
     pub processes: Option<String>,
     /// The cgroup holding the memory limit, when one does.
     pub memory: Option<std::path::PathBuf>,
+    /// Whether the process runs in a PID namespace of its own.
+    pub own_pid_namespace: bool,
 }
 
 /// Make the rest of this process run in a new PID namespace under a reaper
@@ -105,6 +107,7 @@ pub fn bind_to_parent(limits: &Limits) -> anyhow::Result<Bound> {
             lifetime: format!("lifetime: {how}; every process of the session ends with it"),
             processes,
             memory,
+            own_pid_namespace: true,
         },
         Err(why) => Bound {
             memory,
@@ -120,6 +123,7 @@ fn unbound(why: String, processes: Option<String>) -> Bound {
         ),
         processes,
         memory: None,
+        own_pid_namespace: false,
     }
 }
 
@@ -204,8 +208,11 @@ fn fork_into(cgroup: &OwnedFd) -> nix::Result<ForkResult> {
 /// namespace's init (`reaper`) also reaps every orphan that is handed to it.
 fn wait_and_exit(child: Pid, reaper: bool) -> ! {
     // SAFETY: closing our own descriptors; the child has its own copies.
+    // Not dumpable: the sandbox sees the init in its own /proc, and its
+    // environment (the caller's) must stay unreadable from there.
     unsafe {
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
     let wanted = if reaper { None } else { Some(child) };
     let code = loop {

@@ -43,6 +43,8 @@ const TMP: &str = "/tmp";
 pub struct Paths {
     pub writable: Vec<PathBuf>,
     pub read_only: Vec<PathBuf>,
+    /// Mount a /proc of the sandbox's own PID namespace (it has one).
+    pub own_proc: bool,
 }
 
 /// What the layer did: lines for the trailers, and what it could not do.
@@ -84,6 +86,16 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
             );
         }
         Err(e) => return Err(e).context("cannot make the mount tree private and read-only"),
+    }
+    if paths.own_proc {
+        match own_proc() {
+            Ok(()) => outcome
+                .layers
+                .push("mounts: /proc shows only the sandbox's own processes".into()),
+            Err(e) => outcome.warnings.push(format!(
+                "mounts: the machine's /proc kept ({e}): other processes' command lines are readable"
+            )),
+        }
     }
     let hide = spec.profile.network != super::Network::Host;
     let tmp_covered = hide && cover_tmp(paths)?;
@@ -176,6 +188,14 @@ fn set_attr(
         )
     };
     nix::errno::Errno::result(rc).map(drop)
+}
+
+/// A procfs of our PID namespace over /proc: without it, every process of
+/// the machine is listed there, command lines (where secrets are sometimes
+/// passed) included. Read-only: Landlock grants /proc reading only anyway.
+fn own_proc() -> nix::Result<()> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY;
+    mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>)
 }
 
 /// Cover /tmp with an empty tmpfs and bind back the paths the sandbox uses

@@ -250,6 +250,47 @@ fn root_cannot_read_the_password_hashes_while_etc_stays_readable() {
 }
 
 #[test]
+fn other_processes_and_their_command_lines_are_not_in_proc() {
+    // A secret on some other program's command line, outside the sandbox.
+    let mut outside = Command::new("python3")
+        .args(["-c", "import time; time.sleep(60)", "TOP-SECRET-ARGV-31337"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read(format!("/proc/{}/cmdline", outside.id()))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("31337"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the outside process did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The pattern does not match itself on grep's own command line.
+    each_user(
+        &[],
+        "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'TOP-SECRET-ARGV-3133[7]'; \
+         ls -d /proc/[0-9]* | wc -l; cat /proc/self/status | grep -c NSpid",
+        |user, _, o| {
+            let said = out(o);
+            let mut lines = said.lines();
+            assert_eq!(lines.next(), Some("0"), "{user:?}: {said}");
+            let visible: usize = lines
+                .next()
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(999);
+            assert!(
+                visible < 10,
+                "{user:?}: {visible} processes visible: {said}"
+            );
+            assert_eq!(lines.next(), Some("1"), "{user:?}: own /proc works: {said}");
+        },
+    );
+    let _ = outside.kill();
+    let _ = outside.wait();
+}
+
+#[test]
 fn the_parents_environment_is_not_inherited_nor_readable_in_proc() {
     each_user(
         &[],
