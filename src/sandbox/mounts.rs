@@ -60,12 +60,25 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
         layers: Vec::new(),
         warnings: Vec::new(),
     };
-    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
-        outcome.warnings.push(format!(
-            "mounts: no mount namespace ({e}): chmod and timestamps of files this user \
-             owns outside the workspace are not protected"
-        ));
-        return Ok(outcome);
+    // A System V IPC namespace of its own too: the machine's shared memory
+    // segments, semaphores and message queues are no path Landlock sees.
+    match unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC) {
+        Ok(()) => outcome
+            .layers
+            .push("ipc: own System V IPC namespace and /dev/shm".into()),
+        Err(_) => {
+            let ipc = "ipc: no IPC namespace: the machine's System V shared memory is reachable";
+            if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
+                outcome.warnings.push(format!(
+                    "mounts: no mount namespace ({e}): chmod and timestamps of files this \
+                     user owns outside the workspace are not protected, and /dev/shm is the \
+                     machine's"
+                ));
+                outcome.warnings.push(ipc.into());
+                return Ok(outcome);
+            }
+            outcome.warnings.push(ipc.into());
+        }
     }
     match set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE) {
         Ok(()) => {}
@@ -100,7 +113,11 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
     let hide = spec.profile.network != super::Network::Host;
     let tmp_covered = hide && cover_tmp(paths)?;
     let under_tmp = |p: &PathBuf| tmp_covered && p.starts_with(TMP);
-    for path in writable.iter().filter(|p| p.exists() && !under_tmp(p)) {
+    let shm = Path::new(SHM);
+    for path in writable
+        .iter()
+        .filter(|p| p.exists() && !under_tmp(p) && p.as_path() != shm)
+    {
         mount(
             Some(path),
             path,
@@ -117,6 +134,7 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
             }
         }
     }
+    private_shm(spec.profile.limits.memory_mb)?;
     // The working directory still names the read-only mount under the new
     // bind: enter it again by path.
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -188,6 +206,28 @@ fn set_attr(
         )
     };
     nix::errno::Errno::result(rc).map(drop)
+}
+
+/// POSIX shared memory and semaphores (Python's multiprocessing needs them).
+const SHM: &str = "/dev/shm";
+
+/// An empty /dev/shm of the sandbox's own, no larger than its memory limit
+/// (tmpfs pages are not held by RLIMIT_AS): the machine's is where other
+/// programs keep their POSIX shared memory.
+fn private_shm(memory_mb: u64) -> anyhow::Result<()> {
+    if !Path::new(SHM).is_dir() {
+        return Ok(());
+    }
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let options = format!("mode=1777,size={memory_mb}m");
+    mount(
+        Some("tmpfs"),
+        SHM,
+        Some("tmpfs"),
+        flags,
+        Some(options.as_str()),
+    )
+    .context("cannot mount a private /dev/shm")
 }
 
 /// A procfs of our PID namespace over /proc: without it, every process of

@@ -250,6 +250,49 @@ fn root_cannot_read_the_password_hashes_while_etc_stays_readable() {
 }
 
 #[test]
+fn the_machines_shared_memory_is_not_reachable_but_the_sandboxes_own_works() {
+    // POSIX shared memory in /dev/shm, and a System V segment.
+    let pid = std::process::id();
+    let posix = PathBuf::from(format!("/dev/shm/longrun-test-{pid}"));
+    std::fs::write(&posix, "TOP-SECRET-SHM\n").unwrap();
+    std::fs::set_permissions(&posix, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let made = Command::new("ipcmk")
+        .args(["-M", "4096", "-p", "0666"])
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&made.stdout)
+        .split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        made.status.success() && !id.is_empty(),
+        "ipcmk: {}",
+        text(&made)
+    );
+    each_user(
+        &[],
+        &format!(
+            "cat {p}; ipcs -m | grep -c '^0x'; echo mine > /dev/shm/inside-{pid} && echo shm-ok",
+            p = posix.display()
+        ),
+        |user, _, o| {
+            let said = out(o);
+            assert!(!said.contains("TOP-SECRET-SHM"), "{user:?}: {said}");
+            assert!(
+                said.lines().any(|l| l == "0"),
+                "{user:?}: segments visible: {said}"
+            );
+            assert!(said.contains("shm-ok"), "{user:?}: {said}");
+        },
+    );
+    let _ = Command::new("ipcrm").args(["-m", &id]).status();
+    let _ = std::fs::remove_file(&posix);
+    let leaked = Path::new(&format!("/dev/shm/inside-{pid}")).exists();
+    assert!(!leaked, "the sandbox's /dev/shm is the machine's");
+}
+
+#[test]
 fn other_processes_and_their_command_lines_are_not_in_proc() {
     // A secret on some other program's command line, outside the sandbox.
     let mut outside = Command::new("python3")
