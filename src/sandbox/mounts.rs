@@ -111,12 +111,32 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
         }
     }
     let hide = spec.profile.network != super::Network::Host;
-    let tmp_covered = hide && cover_tmp(paths)?;
+    let tmp_covered = hide
+        && match cover_tmp(paths) {
+            Ok(covered) => covered,
+            Err(e) => {
+                outcome.warnings.push(format!(
+                    "mounts: /tmp kept as the machine's ({e:#}): sockets there are reachable"
+                ));
+                false
+            }
+        };
     let under_tmp = |p: &PathBuf| tmp_covered && p.starts_with(TMP);
+    // A private /dev/shm; where none can be made, the machine's is bound
+    // back writable as before.
     let shm = Path::new(SHM);
+    let own_shm = match private_shm(spec.profile.limits.memory_mb) {
+        Ok(()) => true,
+        Err(e) => {
+            outcome
+                .warnings
+                .push(format!("ipc: the machine's /dev/shm kept ({e:#})"));
+            false
+        }
+    };
     for path in writable
         .iter()
-        .filter(|p| p.exists() && !under_tmp(p) && p.as_path() != shm)
+        .filter(|p| p.exists() && !under_tmp(p) && !(own_shm && p.as_path() == shm))
     {
         mount(
             Some(path),
@@ -134,7 +154,6 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
             }
         }
     }
-    private_shm(spec.profile.limits.memory_mb)?;
     // The working directory still names the read-only mount under the new
     // bind: enter it again by path.
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -275,7 +294,17 @@ fn cover_tmp(paths: &Paths) -> anyhow::Result<bool> {
         Some("size=64k,mode=755"),
     )
     .context("cannot cover /tmp")?;
-    for (path, file, writable) in &keep {
+    bind_back(tmp, &keep).inspect_err(|_| {
+        // Undo the cover, so that the paths under /tmp are there as before.
+        let _ = nix::mount::umount2(tmp, nix::mount::MntFlags::MNT_DETACH);
+    })?;
+    Ok(true)
+}
+
+/// Bind each kept path back onto the new tmpfs at `tmp`, then make the
+/// tmpfs read-only.
+fn bind_back(tmp: &Path, keep: &[(PathBuf, std::fs::File, bool)]) -> anyhow::Result<()> {
+    for (path, file, writable) in keep {
         let dir = file.metadata().map(|m| m.is_dir()).unwrap_or(true);
         make_mount_point(path, dir)
             .with_context(|| format!("cannot make {} again under the new /tmp", path.display()))?;
@@ -298,8 +327,7 @@ fn cover_tmp(paths: &Paths) -> anyhow::Result<bool> {
             }
         }
     }
-    set_attr(tmp, false, MOUNT_ATTR_RDONLY, 0, 0).context("cannot make the new /tmp read-only")?;
-    Ok(true)
+    set_attr(tmp, false, MOUNT_ATTR_RDONLY, 0, 0).context("cannot make the new /tmp read-only")
 }
 
 /// An O_PATH descriptor of `path`: enough to bind it, whatever its mode.
