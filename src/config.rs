@@ -311,10 +311,9 @@ impl Config {
             Some(url) => model.push_str(&format!("base_url = {}\n", toml_string(url))),
             None => model.push_str("# base_url = \"https://openrouter.ai/api/v1\"\n"),
         }
-        let profile = format!("profile = {}", toml_string(profile.unwrap_or("default")));
         crate::templates::LONGRUN_TOML
             .replace("{{model}}", &model)
-            .replace("profile = \"default\"", &profile)
+            .replace("{{profile}}", &toml_string(profile.unwrap_or("default")))
     }
 }
 

@@ -43,12 +43,7 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     e.layers.push(limits.layer);
     e.warnings.extend(limits.warnings);
     e.layers.push(network::isolate(profile.network)?);
-    let paths = mounts::Paths {
-        writable: landlock::writable_paths(spec),
-        read_only: landlock::read_only_paths(spec),
-        own_proc: bound.own_pid_namespace,
-    };
-    let mounts = mounts::restrict(spec, &paths)?;
+    let mounts = mounts::restrict(spec, bound.own_pid_namespace)?;
     e.layers.extend(mounts.layers);
     e.warnings.extend(mounts.warnings);
     e.layers.push(caps::drop_all()?);

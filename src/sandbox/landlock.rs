@@ -6,8 +6,6 @@
 //! kernel could not enforce is reported, and `confine` decides whether that
 //! is fatal.
 
-use std::path::PathBuf;
-
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, LandlockStatus, RestrictionStatus, Ruleset,
     RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
@@ -142,31 +140,10 @@ fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<Res
             ["/proc"],
             AccessFs::ReadFile | AccessFs::ReadDir,
         ))?
-        .add_rules(path_beneath_rules(read_only_paths(spec), read_exec))?
+        .add_rules(path_beneath_rules(spec.read_only_paths(), read_exec))?
         .add_rules(path_beneath_rules(DEVICES, device))?
-        .add_rules(path_beneath_rules(writable_paths(spec), all))?;
+        .add_rules(path_beneath_rules(spec.writable_paths(), all))?;
     Ok(created.restrict_self()?)
-}
-
-/// The toolchain directories and the extra read-only paths (the main repo).
-pub(super) fn read_only_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
-    let mut paths = spec.profile.filesystem.read_only.clone();
-    paths.extend(spec.read_only.iter().cloned());
-    paths
-}
-
-/// The workspace, private tmp and home, /dev/shm (POSIX semaphores, which
-/// Python multiprocessing needs), and the extra writable paths.
-pub(super) fn writable_paths(spec: &SandboxSpec) -> Vec<PathBuf> {
-    let mut paths = vec![
-        spec.workspace.clone(),
-        spec.tmp.clone(),
-        spec.home.clone(),
-        PathBuf::from("/dev/shm"),
-    ];
-    paths.extend(spec.profile.filesystem.writable.iter().cloned());
-    paths.extend(spec.writable.iter().cloned());
-    paths
 }
 
 /// `complete`: nothing the profile asks is beyond the (possibly capped) ABI.

@@ -39,23 +39,16 @@ const SOCKET_DIRS: &[&str] = &["/run", "/tmp/.X11-unix", "/tmp/.ICE-unix"];
 /// paths under it bound back in.
 const TMP: &str = "/tmp";
 
-/// The paths a sandbox uses, as Landlock grants them.
-pub struct Paths {
-    pub writable: Vec<PathBuf>,
-    pub read_only: Vec<PathBuf>,
-    /// Mount a /proc of the sandbox's own PID namespace (it has one).
-    pub own_proc: bool,
-}
-
 /// What the layer did: lines for the trailers, and what it could not do.
 pub struct MountsOutcome {
     pub layers: Vec<String>,
     pub warnings: Vec<String>,
 }
 
-/// Make the mount namespace for `spec`, given the paths it uses.
-pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutcome> {
-    let writable = &paths.writable;
+/// Make the mount namespace for `spec`; with `own_proc` (the sandbox has a
+/// PID namespace of its own), a /proc of that namespace.
+pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutcome> {
+    let writable = &spec.writable_paths();
     let mut outcome = MountsOutcome {
         layers: Vec::new(),
         warnings: Vec::new(),
@@ -100,8 +93,8 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
         }
         Err(e) => return Err(e).context("cannot make the mount tree private and read-only"),
     }
-    if paths.own_proc {
-        match own_proc() {
+    if own_proc {
+        match mount_own_proc() {
             Ok(()) => outcome
                 .layers
                 .push("mounts: /proc shows only the sandbox's own processes".into()),
@@ -112,7 +105,7 @@ pub fn restrict(spec: &SandboxSpec, paths: &Paths) -> anyhow::Result<MountsOutco
     }
     let hide = spec.profile.network != super::Network::Host;
     let tmp_covered = hide
-        && match cover_tmp(paths) {
+        && match cover_tmp(writable, &spec.read_only_paths()) {
             Ok(covered) => covered,
             Err(e) => {
                 outcome.warnings.push(format!(
@@ -252,7 +245,7 @@ fn private_shm(memory_mb: u64) -> anyhow::Result<()> {
 /// A procfs of our PID namespace over /proc: without it, every process of
 /// the machine is listed there, command lines (where secrets are sometimes
 /// passed) included. Read-only: Landlock grants /proc reading only anyway.
-fn own_proc() -> nix::Result<()> {
+fn mount_own_proc() -> nix::Result<()> {
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY;
     mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>)
 }
@@ -261,9 +254,9 @@ fn own_proc() -> nix::Result<()> {
 /// under it (its workspace, tmp and home, the main repo, read-only ones
 /// read-only), then make the tmpfs read-only. False when /tmp is not a
 /// directory, or the profile grants /tmp itself or a parent of it.
-fn cover_tmp(paths: &Paths) -> anyhow::Result<bool> {
+fn cover_tmp(writable: &[PathBuf], read_only: &[PathBuf]) -> anyhow::Result<bool> {
     let tmp = Path::new(TMP);
-    let all = || paths.writable.iter().chain(&paths.read_only);
+    let all = || writable.iter().chain(read_only);
     let is_dir = std::fs::symlink_metadata(tmp).is_ok_and(|m| m.is_dir());
     if !is_dir || all().any(|p| tmp.starts_with(p)) {
         return Ok(false);
@@ -272,11 +265,10 @@ fn cover_tmp(paths: &Paths) -> anyhow::Result<bool> {
     // that they name its mounts); parents first, so that a path inside
     // another lands on top of it.
     let mut keep: Vec<(PathBuf, std::fs::File, bool)> = Vec::new();
-    for (path, writable) in paths
-        .writable
+    for (path, writable) in writable
         .iter()
         .map(|p| (p, true))
-        .chain(paths.read_only.iter().map(|p| (p, false)))
+        .chain(read_only.iter().map(|p| (p, false)))
     {
         if path.starts_with(tmp) {
             if let Ok(file) = open_path(path) {
@@ -363,16 +355,7 @@ fn hide_socket_dirs(writable: &[PathBuf]) -> anyhow::Result<Vec<String>> {
         if !real || writable.iter().any(|w| w.starts_with(dir)) {
             continue;
         }
-        let flags =
-            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-        mount(
-            Some("tmpfs"),
-            dir,
-            Some("tmpfs"),
-            flags,
-            Some("size=4k,mode=755"),
-        )
-        .with_context(|| format!("cannot cover {}", dir.display()))?;
+        empty_tmpfs(dir, "755").with_context(|| format!("cannot cover {}", dir.display()))?;
         hidden.push(dir.display().to_string());
     }
     Ok(hidden)
@@ -397,17 +380,22 @@ fn hide_root_secrets() -> anyhow::Result<String> {
     })
 }
 
+/// Cover `at` with an empty, read-only tmpfs whose root has `mode`.
+fn empty_tmpfs(at: &Path, mode: &str) -> nix::Result<()> {
+    let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    let options = format!("size=4k,mode={mode}");
+    mount(
+        Some("tmpfs"),
+        at,
+        Some("tmpfs"),
+        flags,
+        Some(options.as_str()),
+    )
+}
+
 fn cover(secret: &Secret) -> nix::Result<()> {
     if secret.dir {
-        let flags =
-            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-        mount(
-            Some("tmpfs"),
-            &secret.path,
-            Some("tmpfs"),
-            flags,
-            Some("size=4k,mode=000"),
-        )
+        empty_tmpfs(&secret.path, "000")
     } else {
         mount(
             Some("/dev/null"),

@@ -31,6 +31,31 @@ pub struct SandboxSpec {
     pub keep_fds: Vec<i32>,
 }
 
+impl SandboxSpec {
+    /// What it may read and execute besides the system: the toolchain
+    /// directories and the extra read-only paths (the main repo).
+    pub fn read_only_paths(&self) -> Vec<PathBuf> {
+        let mut paths = self.profile.filesystem.read_only.clone();
+        paths.extend(self.read_only.iter().cloned());
+        paths
+    }
+
+    /// What it may write: the workspace, private tmp and home, /dev/shm
+    /// (POSIX semaphores, which Python multiprocessing needs), and the extra
+    /// writable paths. Landlock grants these and the mounts bind them back.
+    pub fn writable_paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![
+            self.workspace.clone(),
+            self.tmp.clone(),
+            self.home.clone(),
+            PathBuf::from("/dev/shm"),
+        ];
+        paths.extend(self.profile.filesystem.writable.iter().cloned());
+        paths.extend(self.writable.iter().cloned());
+        paths
+    }
+}
+
 /// A command that runs `argv` confined by `spec`: longrun re-executes itself
 /// with the hidden exec subcommand, confines itself, then execs `argv`.
 pub fn command(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<std::process::Command> {

@@ -62,16 +62,25 @@ impl Env {
 
     /// `init` the project from `spec` with `model`.
     pub fn init(&self, spec: &str, model: &str) -> Output {
+        self.init_command(spec, model)
+            .output()
+            .expect("run longrun")
+    }
+
+    /// `longrun init` of the project from `spec` with `model`, for a test
+    /// to add flags or environment to.
+    pub fn init_command(&self, spec: &str, model: &str) -> Command {
         let spec_path = self.write("spec.md", spec);
-        let dir = self.project();
-        self.run(&[
+        let mut cmd = self.longrun();
+        cmd.args([
             "init",
             spec_path.to_str().unwrap(),
             "--dir",
-            dir.to_str().unwrap(),
+            &self.dir_arg(),
             "--model",
             model,
-        ])
+        ]);
+        cmd
     }
 
     pub fn dir_arg(&self) -> String {

@@ -877,17 +877,8 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
         ]),
     );
     let model = env.model(serde_json::json!({ "1": session }));
-    let spec = env.write("spec.md", "# Tally spec\n");
     let o = env
-        .longrun()
-        .args([
-            "init",
-            spec.to_str().unwrap(),
-            "--dir",
-            &env.dir_arg(),
-            "--model",
-            &model,
-        ])
+        .init_command("# Tally spec\n", &model)
         .env("OPENAI_API_KEY", "FAKE-KEY-123")
         .output()
         .unwrap();
@@ -935,16 +926,7 @@ fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded(
     let features = common::features(&[("F001", false, "true")]);
     let init = |env: &Env| {
         let model = env.model(serde_json::json!({ "1": common::initializer(&features) }));
-        let spec = env.write("spec.md", "# spec\n");
-        env.longrun()
-            .args([
-                "init",
-                spec.to_str().unwrap(),
-                "--dir",
-                &env.dir_arg(),
-                "--model",
-                &model,
-            ])
+        env.init_command("# spec\n", &model)
             .env("LONGRUN_LANDLOCK_ABI", "3")
             .output()
             .unwrap()
@@ -987,18 +969,10 @@ fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded(
 
 /// `init` with `--profile`, from a one-line spec.
 fn init_with_profile(env: &Env, model: &str, profile: &str) -> Output {
-    let spec = env.write("spec.md", "# spec\n");
-    let dir = env.dir_arg();
-    env.run(&[
-        "init",
-        spec.to_str().unwrap(),
-        "--dir",
-        &dir,
-        "--model",
-        model,
-        "--profile",
-        profile,
-    ])
+    env.init_command("# spec\n", model)
+        .args(["--profile", profile])
+        .output()
+        .unwrap()
 }
 
 #[test]
