@@ -42,6 +42,14 @@ fn a_model(env: &Env) -> String {
     env.model(json!({"1": initializer(&features(&[("f1", false, "true")]))}))
 }
 
+/// A project whose initializer session was accepted.
+fn initialized() -> Env {
+    let env = Env::new();
+    let out = env.init("# Spec\nA file.\n", &a_model(&env));
+    assert!(out.status.success(), "{}", text(&out));
+    env
+}
+
 #[test]
 fn init_with_a_missing_spec() {
     let env = Env::new();
@@ -342,11 +350,7 @@ fn broken_longrun_toml_names_the_line_and_the_field() {
 
 #[test]
 fn a_broken_longrun_toml_committed_on_main_stops_every_command() {
-    let env = Env::new();
-    assert!(env
-        .init("# Spec\nA file.\n", &a_model(&env))
-        .status
-        .success());
+    let env = initialized();
     std::fs::write(
         env.project().join("longrun.toml"),
         "[run]\nmax_attempts = -1\n",
@@ -421,11 +425,7 @@ fn a_project_dir_that_does_not_exist() {
 
 #[test]
 fn continue_without_init_sh_on_main() {
-    let env = Env::new();
-    assert!(env
-        .init("# Spec\nA file.\n", &a_model(&env))
-        .status
-        .success());
+    let env = initialized();
     env.git(&["rm", "-q", "init.sh"]);
     env.git(&["commit", "-qm", "drop init.sh"]);
     let out = fails(&env, &["continue", "--dir", &env.dir_arg()]);
@@ -442,11 +442,7 @@ fn continue_without_init_sh_on_main() {
 
 #[test]
 fn continue_with_init_sh_not_executable() {
-    let env = Env::new();
-    assert!(env
-        .init("# Spec\nA file.\n", &a_model(&env))
-        .status
-        .success());
+    let env = initialized();
     env.git(&["update-index", "--chmod=-x", "init.sh"]);
     env.git(&["commit", "-qm", "init.sh loses its x bit"]);
     let out = fails(&env, &["continue", "--dir", &env.dir_arg()]);
@@ -459,11 +455,7 @@ fn continue_with_init_sh_not_executable() {
 
 #[test]
 fn continue_with_a_broken_features_json_on_main() {
-    let env = Env::new();
-    assert!(env
-        .init("# Spec\nA file.\n", &a_model(&env))
-        .status
-        .success());
+    let env = initialized();
     std::fs::write(env.project().join("features.json"), "{ not json").unwrap();
     env.git(&["commit", "-qam", "break the feature list"]);
     let out = fails(&env, &["continue", "--dir", &env.dir_arg()]);
@@ -479,11 +471,7 @@ fn continue_with_a_broken_features_json_on_main() {
 
 #[test]
 fn show_a_session_that_does_not_exist() {
-    let env = Env::new();
-    assert!(env
-        .init("# Spec\nA file.\n", &a_model(&env))
-        .status
-        .success());
+    let env = initialized();
     let dir = env.dir_arg();
     one_line(
         &fails(&env, &["show", "9", "--dir", &dir]),
@@ -506,11 +494,7 @@ fn show_a_session_that_does_not_exist() {
 
 #[test]
 fn report_into_a_directory_that_does_not_exist() {
-    let env = Env::new();
-    assert!(env
-        .init("# Spec\nA file.\n", &a_model(&env))
-        .status
-        .success());
+    let env = initialized();
     let out = fails(
         &env,
         &[
