@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use longrun::broker::{OrchestratorMessage, WorkerLink, WorkerMessage};
 use longrun::config::BudgetSection;
+use longrun::config::HarnessSettings;
+use longrun::confined::tools::{Registry, ToolContext};
+use longrun::confined::{AgentLoop, Budget, Harness};
 use longrun::model::{ChatResponse, ToolCall, Usage};
-use longrun::session::{AgentLoop, Budget, Harness, HarnessSettings};
-use longrun::tools::{Registry, ToolContext};
 use serde_json::{json, Value};
 
 fn main() {

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::bad_input;
 
+mod harness;
+pub use harness::HarnessSettings;
+
 pub const FILE_NAME: &str = "longrun.toml";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -29,7 +32,7 @@ pub struct Config {
     #[serde(default)]
     pub permissions: crate::permissions::PermissionsConfig,
     #[serde(default)]
-    pub harness: crate::session::HarnessSettings,
+    pub harness: HarnessSettings,
 }
 
 /// `[model]`: which model the sessions use and how to reach it. Flags and the
@@ -220,7 +223,7 @@ pub struct ToolsSection {
 }
 
 fn default_output_cap() -> usize {
-    crate::tools::DEFAULT_OUTPUT_CAP
+    crate::confined::tools::DEFAULT_OUTPUT_CAP
 }
 
 impl Default for ToolsSection {

@@ -5,22 +5,27 @@
 //! session runs in a confined child process (the worker) that has no network
 //! and no key. See `DESIGN.md` in the README for the architecture.
 
+// The two sides of the trust boundary: code that runs inside a session
+// (agent loop, tools) and code that runs trusted (orchestrator,
+// verification, git, recording). They meet only in `broker` and `protocol`.
+pub mod confined;
+pub mod trusted;
+
 pub mod broker;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod features;
 pub mod fsutil;
+pub mod git;
 pub mod logging;
 pub mod model;
-pub mod orchestrator;
 pub mod permissions;
 pub mod progress;
-pub mod repo;
+pub mod protocol;
+pub mod rules;
 pub mod sandbox;
-pub mod session;
-pub mod state;
+pub mod schema;
+pub mod skill_files;
 pub mod templates;
-pub mod tools;
-pub mod transcript;
 pub mod view;

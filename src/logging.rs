@@ -68,7 +68,7 @@ pub struct ProjectLog {
 impl ProjectLog {
     pub fn new(project: &Path) -> ProjectLog {
         ProjectLog {
-            path: crate::state::longrun_dir(project).join(FILE_NAME),
+            path: crate::trusted::state::longrun_dir(project).join(FILE_NAME),
             file: Arc::new(Mutex::new(None)),
         }
     }

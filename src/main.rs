@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     // The worker and the exec helper confine themselves before any thread exists,
     // so they run before the async runtime is built.
     match cli.command {
-        Command::Worker { config } => return longrun::session::run_worker(&config),
+        Command::Worker { config } => return longrun::confined::run_worker(&config),
         Command::Exec { spec, argv } => return longrun::sandbox::exec_confined(&spec, &argv),
         Command::Completions { shell } => return print_bytes(&longrun::view::completions(shell)),
         Command::Man => return print_bytes(&longrun::view::man_page()),
@@ -68,7 +68,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
 }
 
 async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
-    use longrun::orchestrator as o;
+    use longrun::trusted as o;
     match command {
         Command::Init {
             spec,

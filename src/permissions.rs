@@ -22,18 +22,18 @@ use rules::{Layers, Rule, RuleSet, Source};
 /// What a rule says about a call. Ordered from the most permissive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum Permission {
     Allow,
     Ask,
     Deny,
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for Permission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Verdict::Allow => "allow",
-            Verdict::Ask => "ask",
-            Verdict::Deny => "deny",
+            Permission::Allow => "allow",
+            Permission::Ask => "ask",
+            Permission::Deny => "deny",
         })
     }
 }
@@ -79,7 +79,7 @@ pub struct PermissionsConfig {
 /// A verdict and the rule that gave it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
-    pub verdict: Verdict,
+    pub verdict: Permission,
     /// The deciding rule, e.g. `built-in deny bash "curl *"`.
     pub rule: String,
     /// Why, with the command or path it was about.
@@ -132,7 +132,7 @@ impl Policy {
             .iter()
             .map(|u| rules::judge_unit(u, &layers, &workspace));
         rules::strictest(decisions).unwrap_or_else(|| Decision {
-            verdict: Verdict::Allow,
+            verdict: Permission::Allow,
             rule: "built-in allow bash: nothing to run".into(),
             reason: "the command runs nothing".into(),
         })
@@ -171,7 +171,7 @@ impl Policy {
     }
 
     /// The verdict in an unattended session: `ask` resolved by `[permissions] unattended`.
-    pub fn effective(&self, decision: &Decision) -> Verdict {
+    pub fn effective(&self, decision: &Decision) -> Permission {
         resolve(decision.verdict, self.unattended)
     }
 
@@ -186,20 +186,20 @@ impl Policy {
     }
 }
 
-fn resolve(verdict: Verdict, unattended: Unattended) -> Verdict {
+fn resolve(verdict: Permission, unattended: Unattended) -> Permission {
     match (verdict, unattended) {
-        (Verdict::Ask, Unattended::Allow) => Verdict::Allow,
-        (Verdict::Ask, Unattended::Deny) => Verdict::Deny,
+        (Permission::Ask, Unattended::Allow) => Permission::Allow,
+        (Permission::Ask, Unattended::Deny) => Permission::Deny,
         (v, _) => v,
     }
 }
 
 fn blocked_message(decision: &Decision, unattended: Unattended) -> Option<String> {
-    if resolve(decision.verdict, unattended) != Verdict::Deny {
+    if resolve(decision.verdict, unattended) != Permission::Deny {
         return None;
     }
     let reason = match decision.verdict {
-        Verdict::Ask => format!(
+        Permission::Ask => format!(
             "{}; it needs approval and nobody is there to give it in an unattended session; do it another way, or the project can allow it in longrun.toml [permissions]",
             decision.reason
         ),
@@ -224,12 +224,14 @@ pub fn check_command(command: &str, dir: &Path) -> anyhow::Result<String> {
     };
     let decision = policy.judge_bash(command, dir);
     let in_session = match (decision.verdict, policy.unattended) {
-        (Verdict::Ask, Unattended::Deny) => "deny (ask, and [permissions] unattended = \"deny\")",
-        (Verdict::Ask, Unattended::Allow) => {
+        (Permission::Ask, Unattended::Deny) => {
+            "deny (ask, and [permissions] unattended = \"deny\")"
+        }
+        (Permission::Ask, Unattended::Allow) => {
             "allow (ask, and [permissions] unattended = \"allow\")"
         }
-        (Verdict::Allow, _) => "allow",
-        (Verdict::Deny, _) => "deny",
+        (Permission::Allow, _) => "allow",
+        (Permission::Deny, _) => "deny",
     };
     Ok(format!(
         "verdict: {}\nrule: {}\nreason: {}\nin a session: {in_session}\nrules from: {rules_from}\n",
@@ -248,33 +250,33 @@ fn absolute(workspace: &Path) -> PathBuf {
 fn builtin_bash() -> RuleSet {
     let deny = defaults::BASH_DENY
         .iter()
-        .map(|(p, r)| (Verdict::Deny, *p, *r));
+        .map(|(p, r)| (Permission::Deny, *p, *r));
     let ask = defaults::BASH_ASK
         .iter()
-        .map(|p| (Verdict::Ask, *p, "needs approval"));
+        .map(|p| (Permission::Ask, *p, "needs approval"));
     let allow = defaults::BASH_ALLOW
         .iter()
-        .map(|p| (Verdict::Allow, *p, "allowed"));
+        .map(|p| (Permission::Allow, *p, "allowed"));
     builtin("bash", deny.chain(ask).chain(allow))
 }
 
 fn builtin_paths(tool: &'static str) -> RuleSet {
     let deny = defaults::PATH_DENY
         .iter()
-        .map(|(p, r)| (Verdict::Deny, *p, *r));
+        .map(|(p, r)| (Permission::Deny, *p, *r));
     let ask = defaults::PATH_ASK
         .iter()
-        .map(|p| (Verdict::Ask, *p, "needs approval"));
+        .map(|p| (Permission::Ask, *p, "needs approval"));
     let allow = defaults::PATH_ALLOW
         .iter()
-        .map(|p| (Verdict::Allow, *p, "allowed"));
+        .map(|p| (Permission::Allow, *p, "allowed"));
     builtin(tool, deny.chain(ask).chain(allow))
 }
 
 /// Built-in patterns are tested to compile; one that did not would be left out, not fatal.
 fn builtin<'a>(
     tool: &'static str,
-    rules: impl Iterator<Item = (Verdict, &'a str, &'a str)>,
+    rules: impl Iterator<Item = (Permission, &'a str, &'a str)>,
 ) -> RuleSet {
     RuleSet::of(
         rules
@@ -286,13 +288,13 @@ fn builtin<'a>(
 fn project_rules(tool: &'static str, lists: &RuleLists) -> anyhow::Result<RuleSet> {
     let mut rules = Vec::new();
     for (verdict, patterns, reason) in [
-        (Verdict::Deny, &lists.deny, "denied by the project"),
+        (Permission::Deny, &lists.deny, "denied by the project"),
         (
-            Verdict::Ask,
+            Permission::Ask,
             &lists.ask,
             "needs approval by the project's rules",
         ),
-        (Verdict::Allow, &lists.allow, "allowed by the project"),
+        (Permission::Allow, &lists.allow, "allowed by the project"),
     ] {
         for p in patterns {
             let rule = Rule::new(Source::Project, tool, verdict, p, reason).map_err(|e| {

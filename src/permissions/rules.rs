@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::shell::{normalize, Arg, Invocation, Unit};
-use super::{Decision, Verdict};
+use super::{Decision, Permission};
 
 /// Where a rule comes from, as shown in a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum Source {
 pub struct Rule {
     source: Source,
     tool: &'static str,
-    verdict: Verdict,
+    verdict: Permission,
     pattern: String,
     reason: String,
     globs: Vec<Glob>,
@@ -35,7 +35,7 @@ impl Rule {
     pub fn new(
         source: Source,
         tool: &'static str,
-        verdict: Verdict,
+        verdict: Permission,
         pattern: &str,
         reason: &str,
     ) -> Result<Rule, globset::Error> {
@@ -148,7 +148,7 @@ impl Layers<'_> {
         {
             Some(rule) => rule.decide(subject),
             None => Decision {
-                verdict: Verdict::Ask,
+                verdict: Permission::Ask,
                 rule: format!("built-in ask {tool}: no rule matches"),
                 reason: format!("`{subject}` is not on the allowed list"),
             },
@@ -162,12 +162,12 @@ pub fn judge_unit(unit: &Unit, bash: &Layers<'_>, workspace: &Path) -> Decision 
         Unit::Run(inv) => judge_invocation(inv, bash, workspace),
         Unit::Write { target, cwd } => judge_redirect(target, cwd.as_deref(), workspace),
         Unit::Unknown(what) => Decision {
-            verdict: Verdict::Ask,
+            verdict: Permission::Ask,
             rule: "built-in ask bash: known only at run time".into(),
             reason: what.clone(),
         },
         Unit::Unparseable(what) => Decision {
-            verdict: Verdict::Ask,
+            verdict: Permission::Ask,
             rule: "built-in ask bash: unparseable command".into(),
             reason: what.clone(),
         },
@@ -302,7 +302,7 @@ fn in_git_hooks(place: &Place) -> bool {
 
 fn deny(rule: &str, reason: String) -> Decision {
     Decision {
-        verdict: Verdict::Deny,
+        verdict: Permission::Deny,
         rule: format!("built-in deny bash: {rule}"),
         reason,
     }
@@ -310,7 +310,7 @@ fn deny(rule: &str, reason: String) -> Decision {
 
 fn ask(rule: &str, reason: String) -> Decision {
     Decision {
-        verdict: Verdict::Ask,
+        verdict: Permission::Ask,
         rule: format!("built-in ask bash: {rule}"),
         reason,
     }
@@ -473,7 +473,7 @@ fn judge_redirect(target: &Arg, cwd: Option<&Path>, workspace: &Path) -> Decisio
     let shown = format!("> {}", target.text());
     match place(target, cwd, workspace) {
         Place::Sink => Decision {
-            verdict: Verdict::Allow,
+            verdict: Permission::Allow,
             rule: "built-in allow bash: redirection to a sink".into(),
             reason: shown,
         },
@@ -482,7 +482,7 @@ fn judge_redirect(target: &Arg, cwd: Option<&Path>, workspace: &Path) -> Decisio
             format!("changes git hooks: `{shown}`"),
         ),
         Place::Inside(_) => Decision {
-            verdict: Verdict::Allow,
+            verdict: Permission::Allow,
             rule: "built-in allow bash: redirection inside the workspace".into(),
             reason: shown,
         },

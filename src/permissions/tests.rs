@@ -2,7 +2,7 @@
 //! might send, and which rule decides.
 
 use super::*;
-use Verdict::{Allow, Ask, Deny};
+use Permission::{Allow, Ask, Deny};
 
 fn judge(command: &str) -> Decision {
     thread_local! {
@@ -13,7 +13,7 @@ fn judge(command: &str) -> Decision {
 
 #[test]
 fn the_command_table() {
-    let table: &[(&str, Verdict, &str)] = &[
+    let table: &[(&str, Permission, &str)] = &[
         // Reading and building.
         ("ls -la", Allow, "\"ls *\""),
         ("ls", Allow, "\"ls *\""),

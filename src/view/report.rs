@@ -15,8 +15,8 @@ use super::html::escape;
 use super::text::{duration, short_id, tokens};
 use crate::error::bad_input;
 use crate::features::{self, FeatureList};
-use crate::orchestrator::{rfc3339, History, Project, SessionRow, Verdict};
-use crate::repo;
+use crate::trusted::repo;
+use crate::trusted::{rfc3339, History, Project, SessionRow, Verdict};
 
 const STYLE: &str = include_str!("report.css");
 

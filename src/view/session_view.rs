@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::broker::{SessionEvent, WorkerReport};
 use crate::model::{ChatRequest, Message, Usage};
-use crate::transcript::Entry;
+use crate::trusted::transcript::Entry;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SessionView {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::session_view::{Call, Check, SessionView, Turn};
 use super::text::{cut_lines, short_id, tokens, truncate};
 use crate::error::bad_input;
-use crate::orchestrator::Project;
+use crate::trusted::Project;
 
 /// Lines of a tool result or harness message shown before cutting.
 const RESULT_LINES: usize = 6;
@@ -20,7 +20,7 @@ pub fn show(dir: &Path, session: &str, as_json: bool) -> anyhow::Result<String> 
     if !path.is_file() {
         return Err(missing_transcript(&project, number, &path));
     }
-    let view = SessionView::from_entries(&crate::transcript::read(&path)?);
+    let view = SessionView::from_entries(&crate::trusted::transcript::read(&path)?);
     if as_json {
         return Ok(serde_json::to_string_pretty(&view)? + "\n");
     }
@@ -36,7 +36,7 @@ fn parse_number(text: &str) -> anyhow::Result<u32> {
 }
 
 fn transcript_path(project: &Project, number: u32) -> PathBuf {
-    crate::state::sessions_dir(&project.dir)
+    crate::trusted::state::sessions_dir(&project.dir)
         .join(format!("{number:04}"))
         .join("transcript.jsonl")
 }

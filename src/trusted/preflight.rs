@@ -4,7 +4,7 @@
 
 use super::Project;
 use crate::error::bad_input;
-use crate::repo;
+use crate::trusted::repo;
 
 /// Once initialized, every session starts by running `init.sh`: it must be
 /// on main, executable.

@@ -10,7 +10,7 @@ use crate::config::{self, Config};
 use crate::error::bad_input;
 use crate::features::{self, FeatureList};
 use crate::model::ModelSpec;
-use crate::repo;
+use crate::trusted::repo;
 
 pub struct Project {
     pub dir: PathBuf,
@@ -95,7 +95,7 @@ impl Project {
     }
 
     pub fn longrun_dir(&self) -> PathBuf {
-        crate::state::longrun_dir(&self.dir)
+        crate::trusted::state::longrun_dir(&self.dir)
     }
 }
 

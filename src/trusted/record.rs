@@ -1,10 +1,11 @@
 //! The verdict commit on main: its message and trailers.
 
+use crate::schema::trailer;
 use git2::Oid;
 
 use super::{Project, Verdict};
 use crate::model::Usage;
-use crate::repo;
+use crate::trusted::repo;
 
 /// Everything a verdict commit says.
 pub struct Record<'a> {
@@ -49,33 +50,33 @@ pub fn message(r: &Record) -> String {
         msg.push('\n');
     }
     let mut t = vec![
-        ("Longrun-Session", r.number.to_string()),
-        ("Longrun-Role", r.role.to_string()),
+        (trailer::SESSION, r.number.to_string()),
+        (trailer::ROLE, r.role.to_string()),
     ];
     if let Some(f) = r.feature {
-        t.push(("Longrun-Feature", f.to_string()));
+        t.push((trailer::FEATURE, f.to_string()));
     }
-    t.push(("Longrun-Verdict", r.verdict.to_string()));
+    t.push((trailer::VERDICT, r.verdict.to_string()));
     for reason in r.reasons {
-        t.push(("Longrun-Reason", one_line(reason)));
+        t.push((trailer::REASON, one_line(reason)));
     }
     t.extend([
-        ("Longrun-Model", one_line(r.model)),
-        ("Longrun-Tokens-In", r.usage.input_tokens.to_string()),
-        ("Longrun-Tokens-Out", r.usage.output_tokens.to_string()),
-        ("Longrun-Tokens-Cached", r.usage.cached_tokens.to_string()),
-        ("Longrun-Cost-USD", format!("{:.4}", r.cost_usd)),
-        ("Longrun-Steps", r.steps.to_string()),
-        ("Longrun-Duration-S", r.duration_s.to_string()),
+        (trailer::MODEL, one_line(r.model)),
+        (trailer::TOKENS_IN, r.usage.input_tokens.to_string()),
+        (trailer::TOKENS_OUT, r.usage.output_tokens.to_string()),
+        (trailer::TOKENS_CACHED, r.usage.cached_tokens.to_string()),
+        (trailer::COST_USD, format!("{:.4}", r.cost_usd)),
+        (trailer::STEPS, r.steps.to_string()),
+        (trailer::DURATION_S, r.duration_s.to_string()),
     ]);
     if r.verdict != Verdict::Accepted && r.work_kept {
-        t.push(("Longrun-Work-Ref", work_ref(r.number)));
+        t.push((trailer::WORK_REF, work_ref(r.number)));
     }
     for what in r.loops {
-        t.push(("Longrun-Loop", one_line(what)));
+        t.push((trailer::LOOP, one_line(what)));
     }
     for layer in r.sandbox {
-        t.push(("Longrun-Sandbox", one_line(layer)));
+        t.push((trailer::SANDBOX, one_line(layer)));
     }
     for (k, v) in t {
         msg.push_str(&format!("{k}: {v}\n"));

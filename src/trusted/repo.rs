@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use git2::{build::CheckoutBuilder, BranchType, IndexAddOption, Oid, Repository, Signature};
 
+pub use crate::git::{changed_paths, descends_from, dirty_paths, file_mode_at, head, read_file_at};
+
 pub const MAIN: &str = "main";
 pub const MAIN_REF: &str = "refs/heads/main";
 
@@ -60,21 +62,6 @@ pub fn ensure_excluded(repo: &Repository, pattern: &str) -> anyhow::Result<()> {
     crate::fsutil::write_atomic(&path, text.as_bytes())
 }
 
-/// Paths with uncommitted changes (untracked files included, ignored ones not).
-pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .context("failed to read git status")?;
-    Ok(statuses
-        .iter()
-        .filter_map(|s| s.path().map(str::to_string))
-        .collect())
-}
-
 /// The commit `main` points at, if any.
 pub fn main_head(repo: &Repository) -> anyhow::Result<Option<Oid>> {
     match repo.find_branch(MAIN, BranchType::Local) {
@@ -82,11 +69,6 @@ pub fn main_head(repo: &Repository) -> anyhow::Result<Option<Oid>> {
         Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
         Err(e) => Err(e).context("failed to read the main branch"),
     }
-}
-
-/// HEAD of a repo, if it has one.
-pub fn head(repo: &Repository) -> Option<Oid> {
-    repo.head().ok().and_then(|h| h.target())
 }
 
 /// Commit the given paths of the work tree onto `main` (which may be unborn).
@@ -180,48 +162,6 @@ pub fn fetch_head(repo: &Repository, work_dir: &Path, refname: &str) -> anyhow::
 pub fn set_ref(repo: &Repository, refname: &str, oid: Oid, why: &str) -> anyhow::Result<()> {
     repo.reference(refname, oid, true, why)?;
     Ok(())
-}
-
-/// True when `head` is `base` or descends from it.
-pub fn descends_from(repo: &Repository, head: Oid, base: Oid) -> anyhow::Result<bool> {
-    Ok(head == base || repo.graph_descendant_of(head, base)?)
-}
-
-/// The text of `path` at commit `oid`, or None when it does not exist there.
-pub fn read_file_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<String>> {
-    let tree = repo.find_commit(oid)?.tree()?;
-    let entry = match tree.get_path(Path::new(path)) {
-        Ok(e) => e,
-        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let blob = entry.to_object(repo)?.peel_to_blob()?;
-    Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
-}
-
-/// The file mode of `path` at `oid` (to check init.sh is executable).
-pub fn file_mode_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<i32>> {
-    let tree = repo.find_commit(oid)?.tree()?;
-    Ok(tree.get_path(Path::new(path)).ok().map(|e| e.filemode()))
-}
-
-/// Paths that differ between two commits.
-pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> anyhow::Result<Vec<String>> {
-    let a = repo.find_commit(from)?.tree()?;
-    let b = repo.find_commit(to)?.tree()?;
-    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
-    let mut paths = Vec::new();
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            if let Some(p) = file.path() {
-                let p = p.to_string_lossy().to_string();
-                if !paths.contains(&p) {
-                    paths.push(p);
-                }
-            }
-        }
-    }
-    Ok(paths)
 }
 
 /// What main would hold if `work` were merged now: `work` itself when it
@@ -441,21 +381,4 @@ pub fn workdir(repo: &Repository) -> anyhow::Result<PathBuf> {
     repo.workdir()
         .map(Path::to_path_buf)
         .context("the project repository has no work tree")
-}
-
-/// `git log --oneline -N` of HEAD in `dir`, newest first.
-pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
-    let repo = Repository::open(dir)?;
-    let Some(head) = head(&repo) else {
-        return Ok(String::new());
-    };
-    let mut walk = repo.revwalk()?;
-    walk.push(head)?;
-    let mut lines = Vec::new();
-    for oid in walk.take(max) {
-        let commit = repo.find_commit(oid?)?;
-        let id = commit.id().to_string();
-        lines.push(format!("{} {}", &id[..7], commit.summary().unwrap_or("")));
-    }
-    Ok(lines.join("\n"))
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::run::stop_file;
 use super::{lock, Project};
 use crate::error::bad_input;
-use crate::repo;
+use crate::trusted::repo;
 
 /// Ask a running `continue` to stop after its current session.
 pub fn stop(dir: &Path) -> anyhow::Result<String> {
@@ -40,7 +40,7 @@ pub fn retry(dir: &Path, feature: &str) -> anyhow::Result<String> {
     let _lock = lock::acquire(&project.longrun_dir())?;
     let failed = project.history()?.stats(feature).failed_attempts;
     let message = format!(
-        "longrun: retry {feature}\n\nIts {failed} failed attempt(s) no longer count toward being stuck.\n\nLongrun-Retry: {feature}\n"
+        "longrun: retry {feature}\n\nIts {failed} failed attempt(s) no longer count toward being stuck.\n\n{}: {feature}\n", crate::schema::trailer::RETRY
     );
     repo::record_empty(&project.repo, &message)?;
     Ok(format!(

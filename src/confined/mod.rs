@@ -1,4 +1,5 @@
-//! The worker side of a session: the agent loop, its budgets, the loop
+//! The confined side of the trust boundary: everything that runs inside a
+//! session's sandbox. The worker side of a session: the agent loop, its budgets, the loop
 //! detector, context management, the harness's own checks and tools, and
 //! the prompts.
 //!
@@ -8,19 +9,15 @@
 mod agent;
 mod budget;
 mod checks;
-mod config;
 mod context;
 mod loops;
 mod prompt;
-mod settings;
 mod skills;
 mod subagent;
 mod todos;
+pub mod tools;
 mod worker;
 
 pub use agent::{AgentLoop, Harness, Outcome};
 pub use budget::Budget;
-pub use config::{FeatureBrief, Role, WorkerConfig};
-pub use settings::HarnessSettings;
-pub use skills::{load_user_skills, SkillDoc};
 pub use worker::run_worker;

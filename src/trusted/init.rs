@@ -9,7 +9,7 @@ use super::{resolve_model, Mode, Project, Reporter, Verdict};
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
 use crate::model::open_provider;
-use crate::repo;
+use crate::trusted::repo;
 
 pub struct InitArgs {
     pub spec: PathBuf,
@@ -72,7 +72,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     }
     repo::ensure_excluded(&repo, "/.longrun/")?;
     // A second init racing this one, or a continue already running, holds the lock.
-    let early_lock = super::lock::acquire(&crate::state::longrun_dir(&dir))?;
+    let early_lock = super::lock::acquire(&crate::trusted::state::longrun_dir(&dir))?;
     // The spec itself and a prepared longrun.toml may be waiting, uncommitted.
     let allowed = |p: &str| p == config::FILE_NAME || dir.join(p) == spec_path;
     let dirty: Vec<String> = repo::dirty_paths(&repo)?

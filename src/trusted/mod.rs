@@ -1,4 +1,4 @@
-//! The orchestrator: init and continue, each session's lifecycle,
+//! The trusted side of the trust boundary. The orchestrator: init and continue, each session's lifecycle,
 //! independent verification, and the verdict recorded on main.
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
@@ -13,15 +13,18 @@ mod preflight;
 mod project;
 mod record;
 mod recover;
+pub mod repo;
 mod reporter;
 mod run;
+mod serve;
 mod session;
 mod signals;
+pub mod state;
 mod status;
-mod verdict;
+pub mod transcript;
 mod verify;
-mod worker;
 
+pub use crate::schema::Verdict;
 pub use control::{retry, stop};
 pub use demo::{demo, DemoArgs};
 pub use history::{FeatureStats, History, SessionRow};
@@ -31,5 +34,3 @@ pub use project::{resolve_model, Project};
 pub use reporter::{Mode, Reporter};
 pub use run::{continue_run, ContinueArgs};
 pub use status::{log, status};
-pub use verdict::Verdict;
-pub use verify::{initializer_problems, worker_problems};

@@ -12,11 +12,13 @@ use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::record::work_ref;
+use super::repo;
 use super::Project;
 use crate::features::{self, Feature, FeatureList};
+use crate::progress;
+use crate::rules::{initializer_problems, worker_problems};
 use crate::sandbox::SandboxSpec;
-use crate::session::Role;
-use crate::{progress, repo};
+use crate::schema::Role;
 
 /// The name prefix of a passing feature's check run again.
 pub const REGRESSION: &str = "regression check of";
@@ -107,54 +109,6 @@ pub fn rule_problems(
         Role::Worker => {
             let id = feature.map(|f| f.id.as_str()).unwrap_or("");
             problems.extend(worker_problems(repo, base, work.head, id)?);
-        }
-    }
-    Ok(problems)
-}
-
-/// The rules an initializer's commit must meet; the worker's own checks reuse them.
-pub fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<String>> {
-    let mut problems = Vec::new();
-    match repo::read_file_at(repo, head, features::FILE_NAME)? {
-        None => problems.push(format!("the initializer left no {}", features::FILE_NAME)),
-        Some(text) => match FeatureList::parse(&text) {
-            Ok(list) => problems.extend(list.initial_problems()),
-            Err(e) => problems.push(e),
-        },
-    }
-    match repo::file_mode_at(repo, head, "init.sh")? {
-        None => problems.push("the initializer left no init.sh".into()),
-        Some(mode) if mode != 0o100755 => {
-            problems.push("init.sh is not executable (commit it with mode 755)".into())
-        }
-        Some(_) => {}
-    }
-    if repo::read_file_at(repo, head, progress::FILE_NAME)?.is_none() {
-        problems.push(format!("the initializer left no {}", progress::FILE_NAME));
-    }
-    Ok(problems)
-}
-
-/// The features.json rules a worker's commit must meet; the worker's own checks reuse them.
-pub fn worker_problems(
-    repo: &Repository,
-    base: Oid,
-    head: Oid,
-    assigned: &str,
-) -> anyhow::Result<Vec<String>> {
-    let before = repo::read_file_at(repo, base, features::FILE_NAME)?.unwrap_or_default();
-    let Some(after) = repo::read_file_at(repo, head, features::FILE_NAME)? else {
-        return Ok(vec![format!("{} was deleted", features::FILE_NAME)]);
-    };
-    let mut problems = features::passes_only_problems(&before, &after, assigned);
-    if problems.is_empty() {
-        let done = FeatureList::parse(&after)
-            .ok()
-            .and_then(|l| l.get(assigned).map(|f| f.passes));
-        if done != Some(true) {
-            problems.push(format!(
-                "feature `{assigned}` still has passes: false; the session did not mark it done"
-            ));
         }
     }
     Ok(problems)

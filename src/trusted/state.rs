@@ -4,12 +4,13 @@
 //! session number handed out (so numbers never repeat, even for sessions that
 //! never reached a verdict) and is rebuilt when missing or corrupt.
 
+use crate::schema::trailer;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
-use crate::repo::LogEntry;
+use crate::trusted::repo::LogEntry;
 
 pub const DIR: &str = ".longrun";
 
@@ -40,7 +41,7 @@ impl State {
             .unwrap_or_default();
         let from_log = log
             .iter()
-            .filter_map(|e| e.trailer("Longrun-Session")?.parse::<u32>().ok())
+            .filter_map(|e| e.trailer(trailer::SESSION)?.parse::<u32>().ok())
             .max()
             .unwrap_or(0);
         let from_dirs = session_dir_numbers(project).into_iter().max().unwrap_or(0);

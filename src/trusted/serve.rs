@@ -21,7 +21,7 @@ use super::signals::Interrupt;
 use super::Reporter;
 use crate::broker::{self, OrchestratorMessage, SessionEvent, WorkerMessage, WorkerReport};
 use crate::model::{ModelError, Provider, RequestContext, Usage};
-use crate::transcript::{Entry, Transcript};
+use crate::trusted::transcript::{Entry, Transcript};
 
 /// Why the orchestrator ended the worker, if it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,9 @@ use std::time::Duration;
 use git2::{Oid, Repository};
 use regex::Regex;
 
-use super::{Role, WorkerConfig};
-use crate::{progress, repo};
+use crate::protocol::WorkerConfig;
+use crate::schema::Role;
+use crate::{git as repo, progress};
 
 /// Lines of a failing command's output shown to the model.
 const TAIL_LINES: usize = 40;
@@ -120,12 +121,10 @@ impl SessionChecks {
             problems.push(format!("protected path {path} was changed; restore it"));
         }
         match self.role {
-            Role::Initializer => {
-                problems.extend(crate::orchestrator::initializer_problems(&repo, head)?)
-            }
+            Role::Initializer => problems.extend(crate::rules::initializer_problems(&repo, head)?),
             Role::Worker => {
                 let id = self.feature_id.as_deref().unwrap_or("");
-                problems.extend(crate::orchestrator::worker_problems(&repo, base, head, id)?);
+                problems.extend(crate::rules::worker_problems(&repo, base, head, id)?);
                 if !changed.iter().any(|p| p == progress::FILE_NAME) {
                     problems.push(format!(
                         "{} was not updated: append what you did and what the next session should know, and commit",
@@ -139,7 +138,7 @@ impl SessionChecks {
 }
 
 fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -> CheckOutcome {
-    let (passed, output) = match crate::tools::run_shell(workspace, command, timeout) {
+    let (passed, output) = match crate::confined::tools::run_shell(workspace, command, timeout) {
         Ok(o) => {
             let status = match (o.timed_out, o.exit_code) {
                 (true, _) => format!("[timed out after {} s]", timeout.as_secs()),

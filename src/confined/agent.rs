@@ -15,10 +15,10 @@ use super::loops::LoopDetector;
 use super::skills::{self, Skill};
 use super::subagent;
 use super::todos::{self, Todos};
-use super::HarnessSettings;
 use crate::broker::{OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage};
+use crate::config::HarnessSettings;
+use crate::confined::tools::{Registry, ToolContext, ToolOutput};
 use crate::model::{ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, ToolSpec};
-use crate::tools::{Registry, ToolContext, ToolOutput};
 
 /// What a loop runs with, shared by a session and its subagents.
 #[derive(Clone, Copy)]

@@ -9,9 +9,10 @@ use anyhow::Context;
 
 use super::agent::Harness;
 use super::checks::SessionChecks;
-use super::{prompt, skills, AgentLoop, Budget, WorkerConfig};
+use super::{prompt, skills, AgentLoop, Budget};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
-use crate::tools::{run_shell, Registry, ToolContext};
+use crate::confined::tools::{run_shell, Registry, ToolContext};
+use crate::protocol::WorkerConfig;
 
 /// The hidden `__worker` subcommand. Called in a freshly executed child,
 /// before any thread exists: confinement is the first thing it does.
@@ -41,12 +42,12 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         tmp: config.sandbox.tmp.clone(),
     };
     let init_report = run_init_script(&mut link, &ctx)?;
-    let report = run_session(&config, &ctx, &init_report, &mut link);
+    let report = run_agent(&config, &ctx, &init_report, &mut link);
     link.send(&WorkerMessage::Finished { report })
 }
 
 /// Build the loop and run it; whatever happens becomes the report.
-fn run_session(
+fn run_agent(
     config: &WorkerConfig,
     ctx: &ToolContext,
     init_report: &str,

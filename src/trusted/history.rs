@@ -3,12 +3,13 @@
 //! This is what `status`, `log` and `continue` decide from; `.longrun/` is
 //! never consulted for it.
 
+use crate::schema::trailer;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::Verdict;
-use crate::repo::LogEntry;
+use crate::trusted::repo::LogEntry;
 
 /// One session, from its verdict commit's trailers.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -31,7 +32,7 @@ pub struct SessionRow {
 
 impl SessionRow {
     fn from_entry(e: &LogEntry) -> Option<SessionRow> {
-        let session = e.trailer("Longrun-Session")?.parse().ok()?;
+        let session = e.trailer(trailer::SESSION)?.parse().ok()?;
         let num = |k: &str| {
             e.trailer(k)
                 .and_then(|v| v.parse::<u64>().ok())
@@ -39,23 +40,23 @@ impl SessionRow {
         };
         Some(SessionRow {
             session,
-            role: e.trailer("Longrun-Role").unwrap_or("").to_string(),
-            feature: e.trailer("Longrun-Feature").map(str::to_string),
-            verdict: e.trailer("Longrun-Verdict").unwrap_or("").to_string(),
+            role: e.trailer(trailer::ROLE).unwrap_or("").to_string(),
+            feature: e.trailer(trailer::FEATURE).map(str::to_string),
+            verdict: e.trailer(trailer::VERDICT).unwrap_or("").to_string(),
             reasons: e
-                .trailers_all("Longrun-Reason")
+                .trailers_all(trailer::REASON)
                 .map(str::to_string)
                 .collect(),
-            model: e.trailer("Longrun-Model").unwrap_or("").to_string(),
-            tokens_in: num("Longrun-Tokens-In"),
-            tokens_out: num("Longrun-Tokens-Out"),
+            model: e.trailer(trailer::MODEL).unwrap_or("").to_string(),
+            tokens_in: num(trailer::TOKENS_IN),
+            tokens_out: num(trailer::TOKENS_OUT),
             cost_usd: e
-                .trailer("Longrun-Cost-USD")
+                .trailer(trailer::COST_USD)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0.0),
-            steps: num("Longrun-Steps") as u32,
-            duration_s: num("Longrun-Duration-S"),
-            work_ref: e.trailer("Longrun-Work-Ref").map(str::to_string),
+            steps: num(trailer::STEPS) as u32,
+            duration_s: num(trailer::DURATION_S),
+            work_ref: e.trailer(trailer::WORK_REF).map(str::to_string),
             commit: e.id.to_string(),
             time: e.time,
         })
@@ -87,7 +88,7 @@ impl History {
     pub fn from_log(log: &[LogEntry]) -> History {
         let mut history = History::default();
         for entry in log {
-            if let Some(id) = entry.trailer("Longrun-Retry") {
+            if let Some(id) = entry.trailer(trailer::RETRY) {
                 history
                     .features
                     .entry(id.to_string())

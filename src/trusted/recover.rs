@@ -13,9 +13,9 @@ use super::session::session_dir;
 use super::verify::collect_work;
 use super::{History, Project, Reporter, Verdict};
 use crate::model::Usage;
-use crate::session::WorkerConfig;
-use crate::state;
-use crate::transcript::{self, Entry, Transcript};
+use crate::protocol::WorkerConfig;
+use crate::trusted::state;
+use crate::trusted::transcript::{self, Entry, Transcript};
 
 /// Session numbers with a directory but no verdict commit on main.
 pub fn unrecorded(project: &Project, history: &History) -> Vec<u32> {
@@ -30,7 +30,7 @@ pub fn unrecorded(project: &Project, history: &History) -> Vec<u32> {
 
 /// Recover every unrecorded session; returns their numbers.
 pub fn recover_all(project: &Project, reporter: &Reporter) -> anyhow::Result<Vec<u32>> {
-    crate::repo::resync_worktree(&project.repo)?;
+    crate::trusted::repo::resync_worktree(&project.repo)?;
     let numbers = unrecorded(project, &project.history()?);
     for &n in &numbers {
         recover(project, n, reporter)?;
@@ -80,7 +80,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
         work_kept: kept,
         loops: &[],
     };
-    let main = crate::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
+    let main = crate::trusted::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
     let (verdict, reasons, commit) = record::record(project, &rec, main)?;
     if let Ok(mut t) = Transcript::open(&dir.join("transcript.jsonl")) {
         let _ = t.append(&Entry::Verdict {

@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::serve::CostLimit;
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
-use super::worker::CostLimit;
 use super::{lock, recover, resolve_model, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
 use crate::model::{open_provider, Provider};
-use crate::session::Role;
+use crate::schema::Role;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 pub struct ContinueArgs {

@@ -1,28 +1,14 @@
-//! What the orchestrator tells a worker: written to `worker.json` in the session directory.
+//! What the orchestrator tells a worker when it starts it: written to
+//! `worker.json` in the session directory, read by the worker. With the
+//! broker's messages, the only thing the two sides share.
 
 use serde::{Deserialize, Serialize};
 
-use super::{HarnessSettings, SkillDoc};
 use crate::config::BudgetSection;
+use crate::config::HarnessSettings;
 use crate::sandbox::SandboxSpec;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Turns the spec into features.json, init.sh and progress.md.
-    Initializer,
-    /// Implements one feature.
-    Worker,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Initializer => "initializer",
-            Role::Worker => "worker",
-        }
-    }
-}
+use crate::schema::Role;
+use crate::skill_files::SkillDoc;
 
 /// The feature a worker session is assigned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +47,7 @@ pub struct WorkerConfig {
     pub passing: usize,
     pub total: usize,
     /// `[tools] output_cap` of longrun.toml.
-    #[serde(default = "crate::tools::default_output_cap")]
+    #[serde(default = "crate::confined::tools::default_output_cap")]
     pub tool_output_cap: usize,
     /// `[permissions]` of longrun.toml.
     #[serde(default)]

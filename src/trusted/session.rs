@@ -9,17 +9,18 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::record::{self, Record};
+use super::serve::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use super::verify::{self, CheckRun};
-use super::worker::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use super::{Project, Reporter, Verdict};
 use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::{Feature, FeatureList};
 use crate::model::Provider;
-use crate::repo;
+use crate::protocol::{FeatureBrief, WorkerConfig};
 use crate::sandbox::SandboxSpec;
-use crate::session::{FeatureBrief, Role, WorkerConfig};
-use crate::state::{self, State};
-use crate::transcript::{Entry, Transcript};
+use crate::schema::Role;
+use crate::trusted::repo;
+use crate::trusted::state::{self, State};
+use crate::trusted::transcript::{Entry, Transcript};
 
 /// Held while a session is verified and recorded, so merges into main go one at a time.
 pub type MergeQueue = tokio::sync::Mutex<()>;
@@ -382,7 +383,7 @@ fn worker_config(
         feature,
         sandbox,
         budget: project.config.budget.clone(),
-        harness: crate::session::HarnessSettings {
+        harness: crate::config::HarnessSettings {
             // The model's own window, when [model] names it, is what the harness must fit.
             context_window: project
                 .config
@@ -394,7 +395,7 @@ fn worker_config(
         checks: project.config.checks.commands.clone(),
         check_timeout_secs: project.config.checks.timeout_secs,
         protected: project.config.run.protected.clone(),
-        user_skills: crate::session::load_user_skills(),
+        user_skills: crate::skill_files::load_user_skills(),
         passing,
         total,
         tool_output_cap: project.config.tools.output_cap,

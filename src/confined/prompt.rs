@@ -5,7 +5,8 @@ use std::path::Path;
 
 use super::context::head;
 use super::skills::{self, Skill};
-use super::{Role, WorkerConfig};
+use crate::protocol::WorkerConfig;
+use crate::schema::Role;
 use crate::templates::{render, INITIALIZER_PROMPT, WORKER_PROMPT};
 
 /// The harness notes on earlier attempts, as a paragraph (empty when there are none).
@@ -61,7 +62,7 @@ fn agents_md(workspace: &Path, max: usize) -> String {
 /// The first user message: the assignment, the recent history, the notes and
 /// what `init.sh` said.
 pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str) -> String {
-    let log = crate::repo::oneline_log(workspace, 20).unwrap_or_default();
+    let log = crate::git::oneline_log(workspace, 20).unwrap_or_default();
     let notes = std::fs::read_to_string(workspace.join(crate::progress::FILE_NAME))
         .map(|t| crate::progress::tail(&t, 40))
         .unwrap_or_else(|_| "(no progress.md yet)".into());

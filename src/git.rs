@@ -1,0 +1,88 @@
+//! Read-only git queries (HEAD, status, a file at a commit, changed paths,
+//! the one-line log), used on both sides of the boundary: by the orchestrator
+//! on the project's own repository, and by the worker on its clone inside
+//! the sandbox. Writing the project's main branch lives in `trusted::repo`.
+
+use std::path::Path;
+
+use anyhow::Context;
+use git2::{Oid, Repository};
+
+/// Paths with uncommitted changes (untracked files included, ignored ones not).
+pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .context("failed to read git status")?;
+    Ok(statuses
+        .iter()
+        .filter_map(|s| s.path().map(str::to_string))
+        .collect())
+}
+
+/// HEAD of a repo, if it has one.
+pub fn head(repo: &Repository) -> Option<Oid> {
+    repo.head().ok().and_then(|h| h.target())
+}
+
+/// True when `head` is `base` or descends from it.
+pub fn descends_from(repo: &Repository, head: Oid, base: Oid) -> anyhow::Result<bool> {
+    Ok(head == base || repo.graph_descendant_of(head, base)?)
+}
+
+/// The text of `path` at commit `oid`, or None when it does not exist there.
+pub fn read_file_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<String>> {
+    let tree = repo.find_commit(oid)?.tree()?;
+    let entry = match tree.get_path(Path::new(path)) {
+        Ok(e) => e,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let blob = entry.to_object(repo)?.peel_to_blob()?;
+    Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+}
+
+/// The file mode of `path` at `oid` (to check init.sh is executable).
+pub fn file_mode_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<i32>> {
+    let tree = repo.find_commit(oid)?.tree()?;
+    Ok(tree.get_path(Path::new(path)).ok().map(|e| e.filemode()))
+}
+
+/// Paths that differ between two commits.
+pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> anyhow::Result<Vec<String>> {
+    let a = repo.find_commit(from)?.tree()?;
+    let b = repo.find_commit(to)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    let mut paths = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(p) = file.path() {
+                let p = p.to_string_lossy().to_string();
+                if !paths.contains(&p) {
+                    paths.push(p);
+                }
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// `git log --oneline -N` of HEAD in `dir`, newest first.
+pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
+    let repo = Repository::open(dir)?;
+    let Some(head) = head(&repo) else {
+        return Ok(String::new());
+    };
+    let mut walk = repo.revwalk()?;
+    walk.push(head)?;
+    let mut lines = Vec::new();
+    for oid in walk.take(max) {
+        let commit = repo.find_commit(oid?)?;
+        let id = commit.id().to_string();
+        lines.push(format!("{} {}", &id[..7], commit.summary().unwrap_or("")));
+    }
+    Ok(lines.join("\n"))
+}

@@ -1,0 +1,148 @@
+//! The record's vocabulary: verdicts, roles and trailer keys, one definition
+//! each, used by the writer (the verdict commit) and every reader.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Verified and merged into main.
+    Accepted,
+    /// The work broke a rule or failed a check.
+    Rejected,
+    /// A budget or limit ended the session before the work verified.
+    Incomplete,
+    /// Stopped by a signal or a crash; the work is kept.
+    Interrupted,
+    /// The model or the harness failed.
+    Failed,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Accepted => "accepted",
+            Verdict::Rejected => "rejected",
+            Verdict::Incomplete => "incomplete",
+            Verdict::Interrupted => "interrupted",
+            Verdict::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Verdict> {
+        [
+            Verdict::Accepted,
+            Verdict::Rejected,
+            Verdict::Incomplete,
+            Verdict::Interrupted,
+            Verdict::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Turns the spec into features.json, init.sh and progress.md.
+    Initializer,
+    /// Implements one feature.
+    Worker,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Role> {
+        [Role::Initializer, Role::Worker]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Initializer => "initializer",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+/// The trailer keys of a verdict commit, written by `trusted::record` and
+/// read back by `trusted::history`.
+pub mod trailer {
+    pub const SESSION: &str = "Longrun-Session";
+    pub const ROLE: &str = "Longrun-Role";
+    pub const FEATURE: &str = "Longrun-Feature";
+    pub const VERDICT: &str = "Longrun-Verdict";
+    pub const REASON: &str = "Longrun-Reason";
+    pub const MODEL: &str = "Longrun-Model";
+    pub const TOKENS_IN: &str = "Longrun-Tokens-In";
+    pub const TOKENS_OUT: &str = "Longrun-Tokens-Out";
+    pub const TOKENS_CACHED: &str = "Longrun-Tokens-Cached";
+    pub const COST_USD: &str = "Longrun-Cost-USD";
+    pub const STEPS: &str = "Longrun-Steps";
+    pub const DURATION_S: &str = "Longrun-Duration-S";
+    pub const WORK_REF: &str = "Longrun-Work-Ref";
+    pub const LOOP: &str = "Longrun-Loop";
+    pub const SANDBOX: &str = "Longrun-Sandbox";
+    pub const RETRY: &str = "Longrun-Retry";
+
+    /// Every key, in the order a verdict commit writes them.
+    pub const ALL: [&str; 16] = [
+        SESSION,
+        ROLE,
+        FEATURE,
+        VERDICT,
+        REASON,
+        MODEL,
+        TOKENS_IN,
+        TOKENS_OUT,
+        TOKENS_CACHED,
+        COST_USD,
+        STEPS,
+        DURATION_S,
+        WORK_REF,
+        LOOP,
+        SANDBOX,
+        RETRY,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_and_roles_round_trip_through_their_words() {
+        for v in [
+            Verdict::Accepted,
+            Verdict::Rejected,
+            Verdict::Incomplete,
+            Verdict::Interrupted,
+            Verdict::Failed,
+        ] {
+            assert_eq!(Verdict::parse(v.as_str()), Some(v));
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{v}\""));
+        }
+        for r in [Role::Initializer, Role::Worker] {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Verdict::parse("Accepted"), None);
+    }
+
+    #[test]
+    fn trailer_keys_are_distinct_and_git_trailer_shaped() {
+        let mut seen = std::collections::HashSet::new();
+        for key in trailer::ALL {
+            assert!(seen.insert(key), "{key} twice");
+            assert!(key.starts_with("Longrun-"));
+            assert!(key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+        }
+    }
+}
