@@ -8,6 +8,7 @@ mod mock_server;
 
 mod e2e;
 mod errors;
+mod hostile;
 mod permissions;
 mod providers;
 mod resume;

@@ -1,0 +1,4 @@
+//! Hostile sessions: a scripted model plays a confused, prompt-injected or
+//! malicious worker or initializer, one attack class per module. Every test
+//! asserts that nothing got through (main, refs, host paths, transcripts)
+//! beside a control where the same session done honestly is accepted.
