@@ -23,6 +23,57 @@ pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// Directories whose contents are build output or caches wherever they sit.
+const BUILD_OUTPUT_DIRS: &[&str] = &[
+    "__pycache__",
+    "node_modules",
+    "target",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".venv",
+];
+/// File name endings of build output.
+const BUILD_OUTPUT_SUFFIXES: &[&str] = &[".pyc", ".pyo"];
+
+/// True for a well-known build output or cache path (`__pycache__/`,
+/// `*.pyc`, `node_modules/`, `target/`, `.pytest_cache/`, ...), a path
+/// relative to the repository root with `/` separators. Such files are made
+/// by running the code, not by the model: untracked ones are never
+/// "uncommitted changes" and are never committed for a session.
+pub fn is_build_output(path: &str) -> bool {
+    let mut parts = path.split('/').filter(|p| !p.is_empty()).peekable();
+    while let Some(part) = parts.next() {
+        let is_dir = parts.peek().is_some() || path.ends_with('/');
+        if is_dir && BUILD_OUTPUT_DIRS.contains(&part) {
+            return true;
+        }
+        if !is_dir && BUILD_OUTPUT_SUFFIXES.iter().any(|s| part.ends_with(s)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Paths with changes a session must commit: [`dirty_paths`] without the
+/// untracked build output ([`is_build_output`]); what `.gitignore` ignores
+/// is left out already.
+pub fn uncommitted_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .context("failed to read git status")?;
+    Ok(statuses
+        .iter()
+        .filter(|s| !(s.status() == git2::Status::WT_NEW && s.path().is_some_and(is_build_output)))
+        .filter_map(|s| s.path().map(str::to_string))
+        .collect())
+}
+
 /// HEAD of a repo, if it has one.
 pub fn head(repo: &Repository) -> Option<Oid> {
     repo.head().ok().and_then(|h| h.target())
@@ -85,4 +136,58 @@ pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
         lines.push(format!("{} {}", &id[..7], commit.summary().unwrap_or("")));
     }
     Ok(lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_output_is_known_by_directory_and_suffix() {
+        for p in [
+            "__pycache__/duration.cpython-311.pyc",
+            "src/__pycache__/x.pyc",
+            "a.pyc",
+            "web/node_modules/left-pad/index.js",
+            "target/debug/app",
+            ".pytest_cache/v/cache/nodeids",
+            "node_modules/",
+        ] {
+            assert!(is_build_output(p), "{p}");
+        }
+        for p in [
+            "duration.py",
+            "target.txt",
+            "src/targets/a.rs",
+            "my_node_modules.js",
+            "pyc",
+        ] {
+            assert!(!is_build_output(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn untracked_build_output_is_not_uncommitted_but_a_tracked_change_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let write = |p: &str| {
+            let path = dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        };
+        write("__pycache__/m.cpython-311.pyc");
+        write(".pytest_cache/README.md");
+        write("ignored.log");
+        write(".gitignore");
+        std::fs::write(dir.path().join(".gitignore"), "*.log\n").unwrap();
+        assert_eq!(uncommitted_paths(&repo).unwrap(), [".gitignore"]);
+        write("m.py");
+        assert_eq!(uncommitted_paths(&repo).unwrap(), [".gitignore", "m.py"]);
+        let mut all = dirty_paths(&repo).unwrap();
+        all.sort();
+        assert!(
+            all.contains(&"__pycache__/m.cpython-311.pyc".to_string()),
+            "{all:?}"
+        );
+    }
 }

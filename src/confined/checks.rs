@@ -98,7 +98,7 @@ impl SessionChecks {
     fn rule_problems(&self, workspace: &Path) -> anyhow::Result<Vec<String>> {
         let repo = Repository::open(workspace)?;
         let mut problems = Vec::new();
-        let dirty = repo::dirty_paths(&repo)?;
+        let dirty = repo::uncommitted_paths(&repo)?;
         if !dirty.is_empty() {
             problems.push(format!(
                 "uncommitted changes in {}: commit them (`git add -A && git commit -m ...`)",
