@@ -136,6 +136,9 @@ pub enum Command {
         /// The sandbox profile: default, loopback, strict, or a profile file; written to longrun.toml.
         #[arg(long, value_name = "NAME|PATH")]
         profile: Option<String>,
+        /// Start from this feature list instead of writing one: a longrun features.json, an Anthropic quickstart feature_list.json or a ralph prd.json.
+        #[arg(long, value_name = "FILE")]
+        features: Option<PathBuf>,
         /// No live progress display: one plain line per event (the default when stdout is not a terminal).
         #[arg(long, short)]
         quiet: bool,

@@ -2,13 +2,24 @@
 //!
 //! Two formats are read: longrun's own `{"features": [{"id", ...}]}` and the
 //! top-level array of Anthropic's autonomous-coding `feature_list.json`, whose
-//! features get ids F001, F002, ... by position.
+//! features get ids F001, F002, ... by position. `import` converts the lists
+//! `init --features` brings from elsewhere.
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
+pub mod import;
+
 pub const FILE_NAME: &str = "features.json";
+
+/// A feature id: what trailers, refs and messages can carry as it is.
+pub fn is_valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
 
 /// One feature, as the orchestrator needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +62,14 @@ impl FeatureList {
             .enumerate()
             .map(|(i, item)| Feature::from_value(i, item, positional))
             .collect::<Result<Vec<_>, _>>()?;
+        // Everything is keyed by id: a list that names one twice cannot be read right.
+        let mut seen = HashSet::new();
+        if let Some(dup) = features.iter().find(|f| !seen.insert(f.id.as_str())) {
+            return Err(format!(
+                "{FILE_NAME}: feature id `{}` appears more than once; ids must be unique",
+                dup.id
+            ));
+        }
         Ok(FeatureList { features })
     }
 
@@ -62,29 +81,66 @@ impl FeatureList {
         self.features.iter().filter(|f| f.passes).count()
     }
 
-    /// The rules an initializer's list must meet: at least one feature, unique ids, none passing.
-    pub fn initial_problems(&self) -> Vec<String> {
+    /// What any list must be: at least one feature, ids of letters, digits, `.`, `_`, `-`.
+    pub fn shape_problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.features.is_empty() {
             problems.push(format!("{FILE_NAME} lists no features"));
         }
-        let mut seen = HashSet::new();
-        for f in &self.features {
-            if !seen.insert(f.id.as_str()) {
-                problems.push(format!(
-                    "{FILE_NAME}: feature id `{}` appears more than once",
-                    f.id
-                ));
-            }
-            if f.passes {
+        for f in self.features.iter().filter(|f| !is_valid_id(&f.id)) {
+            problems.push(format!(
+                "{FILE_NAME}: feature id `{}` is not 1 to 64 of A-Z a-z 0-9 . _ -; rename it",
+                printable(&f.id)
+            ));
+        }
+        problems
+    }
+
+    /// The rules an initializer's list must meet. Without an imported list:
+    /// the shape, and every feature starting false. With one (`init
+    /// --features`), the initializer adds checks and nothing else: the same
+    /// features in the same order, each field but `check` as imported.
+    pub fn initial_problems(&self, imported: Option<&FeatureList>) -> Vec<String> {
+        let mut problems = self.shape_problems();
+        let Some(imported) = imported else {
+            for f in self.features.iter().filter(|f| f.passes) {
                 problems.push(format!(
                     "{FILE_NAME}: feature `{}` starts with passes: true; every feature must start false",
                     f.id
                 ));
             }
+            return problems;
+        };
+        let ids = |l: &FeatureList| l.features.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
+        let (before, after) = (ids(imported), ids(self));
+        if before != after {
+            let before: Vec<&str> = before.iter().map(String::as_str).collect();
+            let after: Vec<&str> = after.iter().map(String::as_str).collect();
+            problems.push(
+                describe_id_change(&before, &after)
+                    .replace("a worker may not", "the initializer may not")
+                    + " (the list was given with `init --features`)",
+            );
+            return problems;
+        }
+        for (b, h) in imported.features.iter().zip(&self.features) {
+            if b.without("check") != h.without("check") {
+                problems.push(format!(
+                    "{FILE_NAME}: feature `{}` was edited; the list was given with `init --features`, so only its `check` may be added",
+                    b.id
+                ));
+            }
         }
         problems
     }
+}
+
+/// An id as it can be shown: control characters as `?`, at most 64 characters.
+pub fn printable(id: &str) -> String {
+    id.chars()
+        .take(64)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 impl Feature {
@@ -145,9 +201,14 @@ impl Feature {
 
     /// Every field but `passes`, for comparing two versions of the feature.
     fn without_passes(&self) -> Value {
+        self.without("passes")
+    }
+
+    /// Every field but `key`.
+    fn without(&self, key: &str) -> Value {
         let mut v = self.raw.clone();
         if let Value::Object(map) = &mut v {
-            map.remove("passes");
+            map.remove(key);
         }
         v
     }
@@ -280,13 +341,53 @@ mod tests {
     }
 
     #[test]
-    fn initial_lists_must_be_nonempty_unique_and_false() {
+    fn initial_lists_must_be_nonempty_safe_and_false() {
         let list = FeatureList::parse(r#"{"features": []}"#).map_err(|e| e.to_string());
-        assert_eq!(list.map(|l| l.initial_problems().len()).ok(), Some(1));
-        let dup = r#"{"features": [{"id": "a", "passes": false}, {"id": "a", "passes": true}]}"#;
-        let problems = FeatureList::parse(dup)
-            .map(|l| l.initial_problems())
+        assert_eq!(list.map(|l| l.initial_problems(None).len()).ok(), Some(1));
+        let bad = r#"{"features": [{"id": "a b", "passes": false}, {"id": "c", "passes": true}]}"#;
+        let problems = FeatureList::parse(bad)
+            .map(|l| l.initial_problems(None))
             .unwrap_or_default();
         assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("`a b`"), "{problems:?}");
+        assert!(
+            problems[1].contains("`c` starts with passes: true"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_list_naming_an_id_twice_does_not_parse() {
+        let dup =
+            r#"{"features": [{"id": "F001", "passes": true}, {"id": "F001", "passes": false}]}"#;
+        let e = FeatureList::parse(dup).unwrap_err();
+        assert!(e.contains("`F001` appears more than once"), "{e}");
+    }
+
+    #[test]
+    fn after_an_import_the_initializer_may_add_checks_and_keep_passes() {
+        let parse = |t: &str| FeatureList::parse(t).unwrap();
+        let imported = parse(
+            r#"{"features": [{"id": "a", "description": "x", "passes": true}, {"id": "b", "passes": false}]}"#,
+        );
+        let checked = parse(
+            r#"{"features": [{"id": "a", "description": "x", "check": "t a", "passes": true},
+                             {"id": "b", "check": "t b", "passes": false}]}"#,
+        );
+        assert_eq!(
+            checked.initial_problems(Some(&imported)),
+            Vec::<String>::new()
+        );
+        let edited = parse(
+            r#"{"features": [{"id": "a", "description": "y", "check": "t a", "passes": true},
+                             {"id": "b", "check": "t b", "passes": true}]}"#,
+        );
+        let problems = edited.initial_problems(Some(&imported));
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("`a` was edited"), "{problems:?}");
+        assert!(problems[1].contains("`b` was edited"), "{problems:?}");
+        let dropped = parse(r#"{"features": [{"id": "a", "description": "x", "passes": true}]}"#);
+        let problems = dropped.initial_problems(Some(&imported));
+        assert!(problems[0].contains("b were removed"), "{problems:?}");
     }
 }

@@ -76,6 +76,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             model,
             base_url,
             profile,
+            features,
             quiet,
         } => {
             o::init(o::InitArgs {
@@ -84,6 +85,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 model,
                 base_url,
                 profile,
+                features,
                 quiet,
             })
             .await

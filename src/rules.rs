@@ -10,12 +10,23 @@ use crate::{features, progress};
 use features::FeatureList;
 
 /// The rules an initializer's commit must meet; the worker's own checks reuse them.
-pub fn initializer_problems(repo: &Repository, head: Oid) -> anyhow::Result<Vec<String>> {
+/// A `features.json` already at `base` was given (`init --features`): the
+/// initializer adds checks to it and changes nothing else.
+pub fn initializer_problems(
+    repo: &Repository,
+    base: Option<Oid>,
+    head: Oid,
+) -> anyhow::Result<Vec<String>> {
     let mut problems = Vec::new();
+    let given = match base {
+        Some(base) => read_file_at(repo, base, features::FILE_NAME)?
+            .and_then(|text| FeatureList::parse(&text).ok()),
+        None => None,
+    };
     match read_file_at(repo, head, features::FILE_NAME)? {
         None => problems.push(format!("the initializer left no {}", features::FILE_NAME)),
         Some(text) => match FeatureList::parse(&text) {
-            Ok(list) => problems.extend(list.initial_problems()),
+            Ok(list) => problems.extend(list.initial_problems(given.as_ref())),
             Err(e) => problems.push(e),
         },
     }

@@ -29,7 +29,7 @@ pub struct HarnessSettings {
     pub compact_keep_turns: u32,
     /// Steps a `task` subagent may take.
     pub subagent_steps: u32,
-    /// Bytes of AGENTS.md (or CLAUDE.md) put in the system prompt.
+    /// Bytes of each of AGENTS.md and CLAUDE.md put in the system prompt.
     pub agents_md_bytes: usize,
 }
 

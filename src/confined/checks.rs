@@ -121,7 +121,9 @@ impl SessionChecks {
             problems.push(format!("protected path {path} was changed; restore it"));
         }
         match self.role {
-            Role::Initializer => problems.extend(crate::rules::initializer_problems(&repo, head)?),
+            Role::Initializer => {
+                problems.extend(crate::rules::initializer_problems(&repo, Some(base), head)?)
+            }
             Role::Worker => {
                 let id = self.feature_id.as_deref().unwrap_or("");
                 problems.extend(crate::rules::worker_problems(&repo, base, head, id)?);

@@ -23,11 +23,12 @@ fn earlier_attempts(config: &WorkerConfig) -> String {
     text
 }
 
-/// The project's instructions for agents, first found wins.
+/// The project's instructions for agents: each of these that exists is put in.
 const AGENT_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 
-/// The system prompt: the role's template, the repo's AGENTS.md (capped) and
-/// the skills. Built once per session, so it is the same in every request.
+/// The system prompt: the role's template, the repo's AGENTS.md and
+/// CLAUDE.md (each capped) and the skills. Built once per session, so it is
+/// the same in every request.
 pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) -> String {
     let mut text = match config.role {
         Role::Initializer => INITIALIZER_PROMPT.to_string(),
@@ -38,26 +39,45 @@ pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) 
     text
 }
 
-/// AGENTS.md (or CLAUDE.md) at the repo root, cut to `max` bytes with a note when cut.
+/// AGENTS.md and CLAUDE.md at the repo root, each cut to `max` bytes with a
+/// note when cut. A CLAUDE.md that says the same as AGENTS.md (a copy or a
+/// link to it) is put in once.
 fn agents_md(workspace: &Path, max: usize) -> String {
-    let Some((name, body)) = AGENT_FILES.iter().find_map(|n| {
-        std::fs::read_to_string(workspace.join(n))
-            .ok()
-            .map(|t| (*n, t))
-    }) else {
-        return String::new();
-    };
-    let body = body.trim_end();
-    let cut = head(body, max);
-    let note = if cut.len() < body.len() {
-        format!(
-            "\n\n({name} is longer than {max} bytes and was cut here; read the file for the rest.)"
-        )
-    } else {
-        String::new()
-    };
-    format!("\n\n## The project's instructions ({name})\n\n{cut}{note}\n")
+    let mut text = String::new();
+    let mut bodies: Vec<String> = Vec::new();
+    for name in AGENT_FILES {
+        let Ok(body) = std::fs::read_to_string(workspace.join(name)) else {
+            continue;
+        };
+        let body = body.trim_end().to_string();
+        if body.is_empty() || bodies.contains(&body) {
+            continue;
+        }
+        let cut = head(&body, max);
+        let note = if cut.len() < body.len() {
+            format!(
+                "\n\n({name} is longer than {max} bytes and was cut here; read the file for the rest.)"
+            )
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "\n\n## The project's instructions ({name})\n\n{cut}{note}\n"
+        ));
+        bodies.push(body);
+    }
+    text
 }
+
+/// The initializer's task when it writes the feature list.
+const NEW_LIST_TASK: &str = "Write features.json (every feature `\"passes\": false`), an executable init.sh and progress.md, then commit.";
+
+/// The initializer's task when the list was given (`init --features`).
+const GIVEN_LIST_TASK: &str = "features.json is already given (imported by the user): keep its features, their order and every field \
+     as they are, `passes` included, and add a `check` to each feature. Your job is the checks, the acceptance tests \
+     they run, an executable init.sh, the project's skeleton and progress.md; then commit. A check must fail today \
+     for a feature with `\"passes\": false`; a feature given as `\"passes\": true` keeps it only if its check passes \
+     on your tree (otherwise the harness resets it to false).";
 
 /// The first user message: the assignment, the recent history, the notes and
 /// what `init.sh` said.
@@ -100,11 +120,17 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
         ),
         _ => {
             let spec = std::fs::read_to_string(workspace.join("SPEC.md")).unwrap_or_default();
+            let given = workspace.join(crate::features::FILE_NAME).exists();
+            let task = if given { GIVEN_LIST_TASK } else { NEW_LIST_TASK };
             render(
                 "This is session {{session}}, the initializer. The spec (SPEC.md):\n\n{{spec}}\n\n\
-                 Recent commits:\n```\n{{log}}\n```\n\n\
-                 Write features.json (every feature `\"passes\": false`), an executable init.sh and progress.md, then commit.",
-                &[("session", &config.session.to_string()), ("spec", &spec), ("log", &log)],
+                 Recent commits:\n```\n{{log}}\n```\n\n{{task}}",
+                &[
+                    ("session", &config.session.to_string()),
+                    ("spec", &spec),
+                    ("log", &log),
+                    ("task", task),
+                ],
             )
         }
     }

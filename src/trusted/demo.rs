@@ -50,6 +50,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         model: None,
         base_url: None,
         profile: None,
+        features: None,
         quiet: false,
     })
     .await?;

@@ -8,6 +8,7 @@ use super::run::{run_initializer, Interrupt};
 use super::{resolve_model, Mode, Project, Reporter, Verdict};
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
+use crate::features::{self, import::Imported};
 use crate::model::open_provider;
 use crate::trusted::repo;
 
@@ -18,7 +19,49 @@ pub struct InitArgs {
     pub base_url: Option<String>,
     /// `--profile`: the sandbox profile, written to a new longrun.toml.
     pub profile: Option<String>,
+    /// `--features`: a feature list to start from, committed as features.json.
+    pub features: Option<PathBuf>,
     pub quiet: bool,
+}
+
+/// Read and convert `--features FILE`; anything wrong is bad input naming the file.
+fn read_features(path: &Path) -> anyhow::Result<Imported> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        bad_input(format!(
+            "cannot read the feature list {}: {e}; pass a features.json, feature_list.json or prd.json",
+            path.display()
+        ))
+    })?;
+    features::import::import(&text, &path.display().to_string()).map_err(bad_input)
+}
+
+/// What init says about an imported list before the initializer starts.
+fn describe_import(imported: &Imported, path: &Path) -> String {
+    let n = imported.list.features.len();
+    let mut line = format!(
+        "imported {} from {} ({})",
+        plural(n, "feature"),
+        path.display(),
+        imported.format.describe()
+    );
+    let passing = imported.passing();
+    if !passing.is_empty() {
+        line.push_str(&format!(
+            "; {} marked passing ({}) stay so only if their checks pass at init",
+            passing.len(),
+            passing.join(", ")
+        ));
+    }
+    line
+}
+
+/// `1 feature`, `2 features`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// Read the spec; missing, empty or non-UTF-8 is bad input.
@@ -46,6 +89,7 @@ fn read_spec(path: &Path) -> anyhow::Result<String> {
 
 pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     let spec_text = read_spec(&args.spec)?;
+    let imported = args.features.as_deref().map(read_features).transpose()?;
     // A bad --profile is refused before anything is written.
     let profile = match &args.profile {
         Some(p) => Some(super::project::profile_setting(p, &args.dir)?),
@@ -60,6 +104,11 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         })?;
     let dir = args.dir.canonicalize()?;
     let spec_path = args.spec.canonicalize()?;
+    let list_path = args
+        .features
+        .as_deref()
+        .map(Path::canonicalize)
+        .transpose()?;
     let repo = repo::init_or_open(&dir)?;
     if let Some(head) = repo::main_head(&repo)? {
         if repo::read_file_at(&repo, head, config::FILE_NAME)?.is_some() {
@@ -73,8 +122,13 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     repo::ensure_excluded(&repo, "/.longrun/")?;
     // A second init racing this one, or a continue already running, holds the lock.
     let early_lock = super::lock::acquire(&crate::trusted::state::longrun_dir(&dir))?;
-    // The spec itself and a prepared longrun.toml may be waiting, uncommitted.
-    let allowed = |p: &str| p == config::FILE_NAME || dir.join(p) == spec_path;
+    // The spec itself, the feature list and a prepared longrun.toml may be waiting, uncommitted.
+    let allowed = |p: &str| {
+        p == config::FILE_NAME
+            || dir.join(p) == spec_path
+            || Some(dir.join(p)) == list_path
+            || (imported.is_some() && p == features::FILE_NAME)
+    };
     let dirty: Vec<String> = repo::dirty_paths(&repo)?
         .into_iter()
         .filter(|p| !allowed(p))
@@ -107,11 +161,18 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
             .with_context(|| format!("failed to write {}", toml_path.display()))?;
     }
     std::fs::write(dir.join("SPEC.md"), &spec_text)?;
-    repo::commit_paths(
-        &repo,
-        &["SPEC.md", config::FILE_NAME],
-        "longrun: add the spec and settings",
-    )?;
+    let mut paths = vec!["SPEC.md", config::FILE_NAME];
+    let mut message = "longrun: add the spec and settings".to_string();
+    if let (Some(imported), Some(path)) = (&imported, &args.features) {
+        std::fs::write(dir.join(features::FILE_NAME), &imported.text)?;
+        paths.push(features::FILE_NAME);
+        message = format!(
+            "longrun: add the spec, settings and feature list\n\nThe feature list was imported from {} ({}).",
+            path.display(),
+            imported.format.describe()
+        );
+    }
+    repo::commit_paths(&repo, &paths, &message)?;
 
     let mut project = Project::open(&dir)?;
     if let Some(profile) = &args.profile {
@@ -119,6 +180,9 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     }
     let _lock = early_lock;
     let reporter = Reporter::new(Mode::pick(args.quiet, false));
+    if let (Some(imported), Some(path)) = (&imported, &args.features) {
+        reporter.line(&describe_import(imported, path));
+    }
     let interrupt = Interrupt::install()?;
     let outcome = run_initializer(&project, &provider, &reporter, &interrupt).await?;
     if interrupt.is_set() {
@@ -126,7 +190,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     }
     if outcome.verdict != Verdict::Accepted {
         eprintln!(
-            "error: the initializer session was {}; main holds no features. Reasons:",
+            "error: the initializer session ended {}; no worker session starts before an initializer is accepted. Reasons:",
             outcome.verdict
         );
         for r in &outcome.reasons {
@@ -140,8 +204,9 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     }
     let count = project.features()?.map(|l| l.features.len()).unwrap_or(0);
     reporter.line(&format!(
-        "initialized {}: {count} features. Next: longrun continue --dir {} --sessions N",
+        "initialized {}: {}. Next: longrun continue --dir {} --sessions N",
         dir.display(),
+        plural(count, "feature"),
         dir.display()
     ));
     Ok(Outcome::Done)

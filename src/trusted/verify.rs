@@ -105,7 +105,7 @@ pub fn rule_problems(
         }
     }
     match role {
-        Role::Initializer => problems.extend(initializer_problems(repo, work.head)?),
+        Role::Initializer => problems.extend(initializer_problems(repo, Some(base), work.head)?),
         Role::Worker => {
             let id = feature.map(|f| f.id.as_str()).unwrap_or("");
             problems.extend(worker_problems(repo, base, work.head, id)?);

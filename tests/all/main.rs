@@ -9,6 +9,7 @@ mod mock_server;
 mod e2e;
 mod errors;
 mod hostile;
+mod imports;
 mod permissions;
 mod providers;
 mod resume;

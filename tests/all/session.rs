@@ -343,6 +343,39 @@ fn agents_md_goes_into_the_system_prompt_capped_with_a_note() {
 }
 
 #[test]
+fn agents_md_and_claude_md_both_reach_the_system_prompt_a_copy_once() {
+    let env = project_with(
+        json!([done("ok")]),
+        &[],
+        &[
+            ("AGENTS.md", "Use tabs.\n"),
+            ("CLAUDE.md", "Run make test before committing.\n"),
+        ],
+    );
+    continue_one(&env);
+    let system = env.requests(2)[0]["system"].as_str().unwrap().to_string();
+    assert!(
+        system.contains("## The project's instructions (AGENTS.md)\n\nUse tabs.\n"),
+        "{system}"
+    );
+    assert!(
+        system.contains(
+            "## The project's instructions (CLAUDE.md)\n\nRun make test before committing.\n"
+        ),
+        "{system}"
+    );
+
+    let same = project_with(
+        json!([done("ok")]),
+        &[],
+        &[("AGENTS.md", "Use tabs.\n"), ("CLAUDE.md", "Use tabs.\n")],
+    );
+    continue_one(&same);
+    let system = same.requests(2)[0]["system"].as_str().unwrap().to_string();
+    assert_eq!(system.matches("Use tabs.").count(), 1, "{system}");
+}
+
+#[test]
 fn a_task_subagent_gets_a_fresh_context_and_read_only_tools_and_returns_its_answer() {
     let usage = |n: u64| json!({"input_tokens": n, "output_tokens": 10});
     let task = json!({"name": "task", "arguments": {"description": "find the spec",
