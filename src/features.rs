@@ -135,6 +135,62 @@ impl FeatureList {
     }
 }
 
+/// The fields of a feature in the order people read them; others follow, by name.
+const FIELD_ORDER: &[&str] = &["id", "category", "description", "steps", "check", "passes"];
+
+/// A `features.json` text for `features` (JSON objects), fields in reading order.
+pub fn render(features: &[serde_json::Map<String, Value>]) -> String {
+    let indent = |text: String, by: &str| text.replace('\n', &format!("\n{by}"));
+    let items: Vec<String> = features
+        .iter()
+        .map(|f| {
+            let mut keys: Vec<&String> = f.keys().collect();
+            let rank = |k: &str| {
+                FIELD_ORDER
+                    .iter()
+                    .position(|o| *o == k)
+                    .unwrap_or(usize::MAX)
+            };
+            keys.sort_by_key(|k| (rank(k), (*k).clone()));
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    let value = serde_json::to_string_pretty(&f[k.as_str()]).unwrap_or_default();
+                    format!(
+                        "      {}: {}",
+                        Value::from(k.as_str()),
+                        indent(value, "      ")
+                    )
+                })
+                .collect();
+            format!("    {{\n{}\n    }}", fields.join(",\n"))
+        })
+        .collect();
+    format!("{{\n  \"features\": [\n{}\n  ]\n}}\n", items.join(",\n"))
+}
+
+/// `text` with the features `ids` set to `passes: false` (for imported
+/// features whose checks failed at init).
+pub fn reset_passes(text: &str, ids: &[String]) -> Result<String, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("{FILE_NAME}: {e}"))?;
+    let mut features: Vec<serde_json::Map<String, Value>> = match value.get("features") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_object().cloned())
+            .collect(),
+        _ => return Err(format!("{FILE_NAME} has no `features` array")),
+    };
+    for f in &mut features {
+        if f.get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| ids.iter().any(|i| i == id))
+        {
+            f.insert("passes".into(), Value::Bool(false));
+        }
+    }
+    Ok(render(&features))
+}
+
 /// An id as it can be shown: control characters as `?`, at most 64 characters.
 pub fn printable(id: &str) -> String {
     id.chars()
@@ -354,6 +410,21 @@ mod tests {
             problems[1].contains("`c` starts with passes: true"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_rendered_list_reads_id_first_and_parses_back_the_same() {
+        let list = r#"{"features": [{"passes": true, "steps": ["a", "b"], "id": "F1", "zz": 1, "check": "t"},
+                                    {"id": "F2", "passes": true}]}"#;
+        let text = reset_passes(list, &["F1".to_string()]).unwrap();
+        assert!(
+            text.starts_with("{\n  \"features\": [\n    {\n      \"id\": \"F1\",\n      \"steps\": [\n        \"a\","),
+            "{text}"
+        );
+        let back = FeatureList::parse(&text).unwrap();
+        assert_eq!(back.features.len(), 2);
+        assert!(!back.features[0].passes && back.features[1].passes);
+        assert_eq!(back.features[0].check.as_deref(), Some("t"));
     }
 
     #[test]

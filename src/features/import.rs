@@ -68,7 +68,18 @@ pub fn import(text: &str, source: &str) -> Result<Imported, String> {
             ))
         }
     };
-    let text = serde_json::to_string_pretty(&features).unwrap_or_default() + "\n";
+    let objects: Vec<Map<String, Value>> = match features.get("features") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_object()
+                    .cloned()
+                    .ok_or_else(|| format!("{source}: a feature is not an object"))
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(format!("{source}: `features` must be an array")),
+    };
+    let text = super::render(&objects);
     let list = FeatureList::parse(&text).map_err(|e| format!("{source}: {e}"))?;
     let problems = list.shape_problems();
     if !problems.is_empty() {
