@@ -257,6 +257,11 @@ fn advance_main(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()> {
 /// out: every changed path whose file still holds `old`'s content gets `new`'s.
 /// Files the user edited are left alone. Idempotent, so recovery can run it again
 /// after a crash between the ref update and the files.
+///
+/// The trees came from sessions, so the work tree is written as data: only
+/// regular files, never through a symlink (each path component is opened
+/// without following one), never under `.git/` or `.longrun/`. A symlink in
+/// `new` is not made here (`git checkout` makes it when the user wants it).
 pub fn sync_worktree(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()> {
     let on_main = repo
         .head()
@@ -272,41 +277,57 @@ pub fn sync_worktree(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()
     let old_tree = repo.find_commit(old)?.tree()?;
     let new_tree = repo.find_commit(new)?.tree()?;
     let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    let tree = crate::fsutil::Beneath::open(workdir)?;
     for delta in diff.deltas() {
         let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
             continue;
         };
-        let file = workdir.join(path);
-        let current = std::fs::read(&file).ok();
-        let blob = |id: Oid| -> Option<Vec<u8>> {
-            (!id.is_zero())
-                .then(|| repo.find_blob(id).ok().map(|b| b.content().to_vec()))
-                .flatten()
-        };
-        let (before, after) = (blob(delta.old_file().id()), blob(delta.new_file().id()));
-        if current == after || current != before {
+        if path
+            .components()
+            .any(|c| crate::rules::is_reserved_name(c.as_os_str().as_encoded_bytes()))
+        {
+            tracing::warn!("not syncing the reserved path {}", path.display());
             continue;
         }
-        match after {
-            Some(bytes) => {
-                if let Some(parent) = file.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::write(&file, bytes)?;
-                let exec = delta.new_file().mode() == git2::FileMode::BlobExecutable;
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(
-                    &file,
-                    std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }),
-                )?;
-            }
-            None => std::fs::remove_file(&file)?,
+        if let Err(e) = sync_path(repo, &tree, path, &delta) {
+            tracing::warn!("the work tree keeps {}: {e:#}", path.display());
         }
     }
     let mut index = repo.index()?;
     index.read_tree(&new_tree)?;
     index.write()?;
     Ok(())
+}
+
+/// One changed path of [`sync_worktree`].
+fn sync_path(
+    repo: &Repository,
+    tree: &crate::fsutil::Beneath,
+    path: &Path,
+    delta: &git2::DiffDelta,
+) -> anyhow::Result<()> {
+    let blob = |file: git2::DiffFile| -> Option<Vec<u8>> {
+        let regular = matches!(
+            file.mode(),
+            git2::FileMode::Blob | git2::FileMode::BlobExecutable
+        );
+        (regular && !file.id().is_zero())
+            .then(|| repo.find_blob(file.id()).ok().map(|b| b.content().to_vec()))
+            .flatten()
+    };
+    let (before, after) = (blob(delta.old_file()), blob(delta.new_file()));
+    // A symlink or anything but a regular file where a file was is the user's: left alone.
+    let current = tree.read(path)?;
+    if current == after || current != before {
+        return Ok(());
+    }
+    match after {
+        Some(bytes) => {
+            let exec = delta.new_file().mode() == git2::FileMode::BlobExecutable;
+            tree.write(path, &bytes, if exec { 0o755 } else { 0o644 })
+        }
+        None => tree.remove_file(path),
+    }
 }
 
 /// Finish a work-tree update a crash may have cut short: sync from main's

@@ -16,7 +16,7 @@ use super::repo;
 use super::Project;
 use crate::features::{self, Feature, FeatureList};
 use crate::progress;
-use crate::rules::{initializer_problems, worker_problems};
+use crate::rules::{initializer_problems, reserved_path_problems, worker_problems};
 use crate::sandbox::SandboxSpec;
 use crate::schema::Role;
 
@@ -91,6 +91,7 @@ pub fn rule_problems(
         problems
             .push("the session left uncommitted changes (kept in a WIP commit at its ref)".into());
     }
+    problems.extend(reserved_path_problems(repo, base, work.head)?);
     if !repo::descends_from(repo, work.head, base)? {
         problems.push(
             "the session rewrote history: its HEAD does not descend from the session's base commit"

@@ -2,3 +2,5 @@
 //! malicious worker or initializer, one attack class per module. Every test
 //! asserts that nothing got through (main, refs, host paths, transcripts)
 //! beside a control where the same session done honestly is accepted.
+
+mod workspace;
