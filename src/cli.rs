@@ -45,7 +45,7 @@ pub struct SandboxCmd {
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Override the profile's network mode.
-    #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "host"])]
+    #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "registries", "host"])]
     pub network: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]

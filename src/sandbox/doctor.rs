@@ -145,7 +145,7 @@ fn probe(profile: &Profile) -> anyhow::Result<()> {
     }
     let said = String::from_utf8_lossy(&out.stderr);
     let hint = match profile.network {
-        Network::Loopback => " (the loopback profile needs a network namespace)",
+        Network::Loopback | Network::Registries => " (its network mode needs a network namespace)",
         _ => "",
     };
     anyhow::bail!("{}{hint}", said.trim().trim_start_matches("longrun: "))

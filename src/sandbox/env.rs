@@ -36,9 +36,37 @@ pub fn session_env(spec: &SandboxSpec) -> Vec<(String, String)> {
         ),
         ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
     ]);
+    if spec.profile.network == super::Network::Registries {
+        env.extend(proxy_env());
+    }
     for (key, value) in &spec.profile.env {
         env.retain(|(k, _)| k != key);
         env.push((key.clone(), value.clone()));
     }
     env
+}
+
+/// The variables that send pip, uv, npm, cargo, go, git and curl through the
+/// proxy. Loopback (a dev server inside) stays direct.
+fn proxy_env() -> Vec<(String, String)> {
+    let url = super::PROXY_URL;
+    let through = [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "npm_config_proxy",
+        "npm_config_https_proxy",
+        "CARGO_HTTP_PROXY",
+    ];
+    let direct = "localhost,127.0.0.1,::1";
+    through
+        .iter()
+        .map(|k| (k.to_string(), url.to_string()))
+        .chain(
+            ["NO_PROXY", "no_proxy"]
+                .iter()
+                .map(|k| (k.to_string(), direct.to_string())),
+        )
+        .collect()
 }

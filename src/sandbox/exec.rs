@@ -41,6 +41,10 @@ pub fn run_sandbox(args: SandboxCmd) -> ExitCode {
             return exit_code_for(&e);
         }
     };
+    if spec.profile.network == Network::Registries {
+        // Someone must run the proxy outside: this process, supervising.
+        return crate::trusted::proxy::supervise(&spec, &args.argv);
+    }
     let env = session_env(&spec);
     match confine(&spec) {
         Ok(enforcement) => {

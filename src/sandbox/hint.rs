@@ -26,6 +26,9 @@ pub fn denial_hint(profile: &Profile, output: &str) -> Option<String> {
     let network = match profile.network {
         Network::None => " No network in this profile.",
         Network::Loopback => " Only loopback (localhost) networking in this profile.",
+        Network::Registries => {
+            " Only loopback and the package registries (through $HTTPS_PROXY) in this profile."
+        }
         Network::Host => "",
     };
     Some(format!(

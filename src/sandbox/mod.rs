@@ -20,6 +20,8 @@ mod limits;
 mod mounts;
 mod network;
 mod profile;
+mod proxy_bridge;
+mod registries;
 mod seccomp;
 mod spec;
 
@@ -30,4 +32,8 @@ pub use exec::{exec_confined, run_sandbox};
 pub use hint::denial_hint;
 pub use lifetime::{bind_to_parent, own_exe, Bound};
 pub use profile::{bundled_names, Filesystem, LandlockMode, Limits, Network, Profile};
+pub use proxy_bridge::{PROXY_FD, PROXY_PORT, PROXY_URL};
+pub use registries::{
+    normalize as normalize_host, split_host_port, AllowList, Registries, DEFAULT_HOSTS,
+};
 pub use spec::{command, SandboxSpec, EXEC_SUBCOMMAND};

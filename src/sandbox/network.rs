@@ -1,7 +1,8 @@
 //! The `loopback` network mode: a private network namespace in which only
 //! `lo` is up. Root makes it directly; anyone else through an unprivileged
-//! user namespace that maps only their own uid and gid. (`none` is enforced
-//! by seccomp and Landlock, `host` by nothing.)
+//! user namespace that maps only their own uid and gid. `registries` is
+//! loopback plus the proxy's listener (sandbox/proxy_bridge.rs). (`none` is
+//! enforced by seccomp and Landlock, `host` by nothing.)
 
 use anyhow::Context;
 
@@ -17,6 +18,21 @@ pub fn isolate(network: Network) -> anyhow::Result<String> {
             loopback_up().context("cannot bring up lo in the new network namespace")?;
             Ok(format!(
                 "network: loopback only (private network namespace{via})"
+            ))
+        }
+        Network::Registries => {
+            let via = enter_namespace()?;
+            loopback_up().context("cannot bring up lo in the new network namespace")?;
+            if !super::proxy_bridge::hand_over_listener()? {
+                return Ok(format!(
+                    "network: loopback only (private network namespace{via}; \
+                     registries asked, but no proxy was started for this sandbox)"
+                ));
+            }
+            Ok(format!(
+                "network: package registries through longrun's proxy at {}, loopback otherwise \
+                 (private network namespace{via})",
+                super::PROXY_URL
             ))
         }
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::Registries;
 use crate::error::bad_input;
 
 /// The bundled profiles, by name.
@@ -24,7 +25,8 @@ const BUNDLED: &[(&str, &str)] = &[
 ];
 
 /// What a confined process may reach over the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// Ordered from the narrowest to the widest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
     /// No sockets but Unix ones, no TCP bind or connect.
@@ -32,6 +34,9 @@ pub enum Network {
     None,
     /// A private network namespace with only `lo` up.
     Loopback,
+    /// Loopback, plus the package registries (`[registries]`) through the
+    /// orchestrator's proxy, which refuses every other host.
+    Registries,
     /// The host's network, unconfined (an explicit opt-in).
     Host,
 }
@@ -41,6 +46,7 @@ impl Network {
         match self {
             Network::None => "none",
             Network::Loopback => "loopback",
+            Network::Registries => "registries",
             Network::Host => "host",
         }
     }
@@ -50,12 +56,17 @@ impl Network {
         match text {
             "none" => Ok(Network::None),
             "loopback" => Ok(Network::Loopback),
+            "registries" => Ok(Network::Registries),
             "host" => Ok(Network::Host),
             other => Err(bad_input(format!(
-                "--network {other}: expected none, loopback or host"
+                "--network {other}: expected none, loopback, registries or host"
             ))),
         }
     }
+}
+
+fn registries() -> Network {
+    Network::Registries
 }
 
 /// Whether a kernel that cannot enforce all of Landlock may still run sessions.
@@ -106,6 +117,13 @@ pub struct Profile {
     pub description: String,
     #[serde(default)]
     pub network: Network,
+    /// The network of `init.sh` (which installs dependencies): the package
+    /// registries unless the profile says otherwise.
+    #[serde(default = "registries")]
+    pub init_network: Network,
+    /// The hosts `registries` reaches.
+    #[serde(default)]
+    pub registries: Registries,
     #[serde(default)]
     pub landlock: LandlockMode,
     #[serde(default)]
@@ -179,7 +197,19 @@ impl Profile {
                 "sandbox profile {origin}: limits.open_files must be at least 16 (a shell needs a few)"
             )));
         }
+        self.registries
+            .allow_list(&[])
+            .map_err(|e| bad_input(format!("sandbox profile {origin}: registries.hosts: {e}")))?;
         Ok(())
+    }
+
+    /// The profile `init.sh` runs under: this one, with the wider of
+    /// `network` and `init_network`.
+    pub fn for_init_script(&self) -> Profile {
+        Profile {
+            network: self.network.max(self.init_network),
+            ..self.clone()
+        }
     }
 
     /// Expand a leading `~` in paths and env values; paths under `~` are
@@ -260,6 +290,24 @@ mod tests {
         p.filesystem.read_only = vec!["~/.cargo".into()];
         p.expand_home(None);
         assert!(p.filesystem.read_only.is_empty());
+    }
+
+    #[test]
+    fn init_sh_reaches_the_registries_unless_the_profile_says_otherwise() {
+        let default = Profile::bundled("default").unwrap();
+        assert_eq!(default.network, Network::None);
+        assert_eq!(default.for_init_script().network, Network::Registries);
+        let strict = Profile::bundled("strict").unwrap();
+        assert_eq!(strict.for_init_script().network, Network::None);
+        let mut host = default.clone();
+        host.network = Network::Host;
+        assert_eq!(host.for_init_script().network, Network::Host);
+        let text = "description = \"x\"\nnetwork = \"registries\"\n[registries]\nhosts = [\"a b\"]\n[limits]\nprocesses = 1\nmemory_mb = 1\nfile_size_mb = 1\nopen_files = 64\n";
+        let err = Profile::parse(text, "p.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("registries.hosts") && err.contains("`a b`"),
+            "{err}"
+        );
     }
 
     #[test]

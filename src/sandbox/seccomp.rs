@@ -165,7 +165,12 @@ mod tests {
     #[test]
     fn the_filters_compile_for_both_architectures() {
         for arch in [TargetArch::x86_64, TargetArch::aarch64] {
-            for network in [Network::None, Network::Loopback, Network::Host] {
+            for network in [
+                Network::None,
+                Network::Loopback,
+                Network::Registries,
+                Network::Host,
+            ] {
                 let rules = deny_rules(network).unwrap();
                 assert_eq!(
                     rules.contains_key(&libc::SYS_socket),

@@ -11,6 +11,7 @@ mod init;
 mod lock;
 mod preflight;
 mod project;
+pub mod proxy;
 mod record;
 mod recover;
 pub mod repo;
