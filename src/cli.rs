@@ -181,7 +181,7 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
         parallel: u32,
     },
-    /// Ask a running `continue` to stop after its current session.
+    /// Ask a running `continue` to stop after its current session; exits 1 when no run is going.
     Stop {
         #[command(flatten)]
         dir: DirArg,
@@ -193,13 +193,16 @@ pub enum Command {
         #[command(flatten)]
         dir: DirArg,
     },
-    /// Features passing, attempts, verdicts, the next feature, tokens.
+    /// Features passing, attempts, verdicts, the sessions in progress, the next feature, tokens.
     Status {
         #[command(flatten)]
         dir: DirArg,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Never cut descriptions to the terminal's width.
+        #[arg(long, short)]
+        wide: bool,
     },
     /// One row per session, read from the trailers on main's first-parent history.
     Log {
@@ -208,10 +211,14 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Never cut reasons to the terminal's width.
+        #[arg(long, short)]
+        wide: bool,
     },
     /// One session from its transcript: turns, tool calls, results, checks and the verdict.
     Show {
-        /// The session number, as `longrun log` lists it.
+        /// The session number as `longrun log` lists it, `last`, or -N for the Nth from the last (-1 is the last).
+        #[arg(allow_hyphen_values = true)]
         session: String,
         #[command(flatten)]
         dir: DirArg,
@@ -232,8 +239,14 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): longrun man > longrun.1
-    Man,
+    /// Print a man page (roff): `longrun man > longrun.1`, `longrun man continue > longrun-continue.1`.
+    Man {
+        /// The subcommand whose page to print (default: the whole of longrun).
+        command: Option<String>,
+        /// Write every page (longrun.1, longrun-init.1, ...) into DIR instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        out: Option<PathBuf>,
+    },
     /// Build a small bundled project with the bundled scripted model: no key, no network.
     Demo {
         /// Where to build it (default: a new directory under the system temp dir).
@@ -244,7 +257,7 @@ pub enum Command {
     Sandbox(SandboxCmd),
     /// What confinement this machine enforces; exits 0 when the default profile can be fully enforced.
     Doctor,
-    /// Print the permission verdict on a bash command and the rule that decided it.
+    /// Print the permission verdict on a bash command and the rule that decided it; exits 0 allow, 1 ask, 2 deny.
     #[command(name = "check-command")]
     CheckCommand {
         /// The command line, as a session's bash tool would receive it.

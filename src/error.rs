@@ -27,6 +27,8 @@ pub enum Outcome {
     Interrupted,
     /// The run itself failed after it started (provider unusable, a session could not be set up). Exit 1.
     RunFailed,
+    /// A command whose answer is its exit status (`check-command`, `stop`).
+    Exit(u8),
 }
 
 impl Outcome {
@@ -41,6 +43,7 @@ impl Outcome {
             Outcome::RunFailed => 1,
             Outcome::StoppedEarly => 3,
             Outcome::Interrupted => 130,
+            Outcome::Exit(code) => code,
         }
     }
 
@@ -51,6 +54,7 @@ impl Outcome {
             Outcome::RunFailed => "run_failed",
             Outcome::StoppedEarly => "stopped_early",
             Outcome::Interrupted => "interrupted",
+            Outcome::Exit(_) => "exit",
         }
     }
 }

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Command::Worker { config } => return longrun::confined::run_worker(&config),
         Command::Exec { spec, argv } => return longrun::sandbox::exec_confined(&spec, &argv),
         Command::Completions { shell } => return print_bytes(&longrun::view::completions(shell)),
-        Command::Man => return print_bytes(&longrun::view::man_page()),
+        Command::Man { command, out } => return man(command.as_deref(), out.as_deref()),
         Command::Sandbox(args) => return longrun::sandbox::run_sandbox(args),
         Command::Doctor => return longrun::sandbox::doctor(),
         _ => {}
@@ -46,6 +46,29 @@ fn project_log_dir(command: &Command) -> Option<&std::path::Path> {
         Command::Init { dir, .. } | Command::Continue { dir, .. } => Some(&dir.dir),
         Command::Demo { dir } => dir.as_deref(),
         _ => None,
+    }
+}
+
+/// `longrun man [COMMAND]` prints a page; `--out DIR` writes them all.
+fn man(command: Option<&str>, out: Option<&std::path::Path>) -> ExitCode {
+    if let Some(dir) = out {
+        return match longrun::view::write_man_pages(dir) {
+            Ok(names) => {
+                println!("wrote {} pages into {}", names.len(), dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {}", message(&e));
+                exit_code_for(&e)
+            }
+        };
+    }
+    match longrun::view::man_page(command) {
+        Ok(page) => print_bytes(&page),
+        Err(e) => {
+            eprintln!("error: {}", message(&e));
+            exit_code_for(&e)
+        }
     }
 }
 
@@ -120,20 +143,17 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             };
             o::continue_run(args).await
         }
-        Command::Stop { dir } => {
-            println!("{}", o::stop(&dir.dir)?);
-            Ok(Outcome::Done)
-        }
+        Command::Stop { dir } => o::stop(&dir.dir),
         Command::Retry { feature, dir } => {
             println!("{}", o::retry(&dir.dir, &feature)?);
             Ok(Outcome::Done)
         }
-        Command::Status { dir, json } => {
-            print!("{}", o::status(&dir.dir, json)?);
+        Command::Status { dir, json, wide } => {
+            print!("{}", o::status(&dir.dir, json, wide)?);
             Ok(Outcome::Done)
         }
-        Command::Log { dir, json } => {
-            print!("{}", o::log(&dir.dir, json)?);
+        Command::Log { dir, json, wide } => {
+            print!("{}", o::log(&dir.dir, json, wide)?);
             Ok(Outcome::Done)
         }
         Command::Show { session, dir, json } => {
@@ -147,16 +167,14 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         }
         Command::Demo { dir } => o::demo(o::DemoArgs { dir }).await,
         Command::CheckCommand { command, dir } => {
-            print!(
-                "{}",
-                longrun::permissions::check_command(&command, &dir.dir)?
-            );
-            Ok(Outcome::Done)
+            let (text, verdict) = longrun::permissions::check_command(&command, &dir.dir)?;
+            print!("{text}");
+            Ok(Outcome::Exit(verdict.exit_code()))
         }
         Command::Worker { .. }
         | Command::Exec { .. }
         | Command::Completions { .. }
-        | Command::Man
+        | Command::Man { .. }
         | Command::Sandbox(_)
         | Command::Doctor => Err(anyhow::anyhow!(
             "internal error: this command runs before the async runtime starts"

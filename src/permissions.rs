@@ -28,6 +28,17 @@ pub enum Permission {
     Deny,
 }
 
+impl Permission {
+    /// `longrun check-command`'s exit status: 0 allow, 1 ask, 2 deny.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Permission::Allow => 0,
+            Permission::Ask => 1,
+            Permission::Deny => 2,
+        }
+    }
+}
+
 impl fmt::Display for Permission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -211,7 +222,9 @@ fn blocked_message(decision: &Decision, unattended: Unattended) -> Option<String
 /// `longrun check-command`: the verdict on `command` run in `dir`, the rule
 /// that decided it, and what it means in an unattended session. The rules
 /// are those of `dir/longrun.toml` when there is one, else the built-in ones.
-pub fn check_command(command: &str, dir: &Path) -> anyhow::Result<String> {
+/// The verdict and rule on `command`, as `longrun check-command` prints them,
+/// and the verdict for its exit status.
+pub fn check_command(command: &str, dir: &Path) -> anyhow::Result<(String, Permission)> {
     let toml = dir.join(crate::config::FILE_NAME);
     let (policy, rules_from) = if toml.is_file() {
         let config = crate::config::Config::load(dir)?;
@@ -233,10 +246,11 @@ pub fn check_command(command: &str, dir: &Path) -> anyhow::Result<String> {
         (Permission::Allow, _) => "allow",
         (Permission::Deny, _) => "deny",
     };
-    Ok(format!(
+    let text = format!(
         "verdict: {}\nrule: {}\nreason: {}\nin a session: {in_session}\nrules from: {rules_from}\n",
         decision.verdict, decision.rule, decision.reason
-    ))
+    );
+    Ok((text, decision.verdict))
 }
 
 /// The workspace as an absolute path, symlinks resolved when it exists.

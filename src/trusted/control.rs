@@ -4,19 +4,29 @@ use std::path::Path;
 
 use super::run::stop_file;
 use super::{lock, Project};
-use crate::error::bad_input;
+use crate::error::{bad_input, Outcome};
 use crate::trusted::repo;
 
-/// Ask a running `continue` to stop after its current session.
-pub fn stop(dir: &Path) -> anyhow::Result<String> {
+/// Ask a running `continue` to stop after its current session. With no run
+/// going there is nothing to ask: it says so and exits 1, leaving no stop
+/// file behind for a later run to find.
+pub fn stop(dir: &Path) -> anyhow::Result<Outcome> {
     let project = Project::open(dir)?;
+    let Some(holder) = lock::running_holder(&project.longrun_dir()) else {
+        eprintln!(
+            "no run is going in {}; there is nothing to stop",
+            project.dir.display()
+        );
+        return Ok(Outcome::Exit(1));
+    };
     let path = stop_file(&project);
     crate::fsutil::write_atomic(&path, b"stop\n")?;
-    Ok(format!(
-        "asked the run in {} to stop after its current session ({})",
+    println!(
+        "asked the run in {} (pid {}) to stop after its current session",
         project.dir.display(),
-        path.display()
-    ))
+        holder.pid
+    );
+    Ok(Outcome::Exit(0))
 }
 
 /// Record on main that `feature`'s failed attempts no longer count.
@@ -40,10 +50,11 @@ pub fn retry(dir: &Path, feature: &str) -> anyhow::Result<String> {
     let _lock = lock::acquire(&project.longrun_dir())?;
     let failed = project.history()?.stats(feature).failed_attempts;
     let message = format!(
-        "longrun: retry {feature}\n\nIts {failed} failed attempt(s) no longer count toward being stuck.\n\n{}: {feature}\n", crate::schema::trailer::RETRY
+        "longrun: retry {feature}\n\nIts failed attempts ({failed}) no longer count toward being stuck.\n\n{}: {feature}\n", crate::schema::trailer::RETRY
     );
     repo::record_empty(&project.repo, &message)?;
     Ok(format!(
-        "feature {feature} will be tried again ({failed} failed attempts cleared)"
+        "feature {feature} will be tried again ({} cleared)",
+        crate::view::text::count(failed.into(), "failed attempt")
     ))
 }

@@ -63,9 +63,9 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     };
     let outcome = continue_run(args).await?;
     println!("\n$ longrun status --dir {}", dir.display());
-    print!("{}", status(&dir, false)?);
+    print!("{}", status(&dir, false, false)?);
     println!("\n$ longrun log --dir {}", dir.display());
-    print!("{}", log(&dir, false)?);
+    print!("{}", log(&dir, false, false)?);
     println!(
         "\nThe audit log with plain git: git -C {} log --first-parent",
         dir.display()

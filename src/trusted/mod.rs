@@ -7,6 +7,7 @@ mod control;
 mod demo;
 mod failpoint;
 mod history;
+mod in_progress;
 mod init;
 mod lock;
 mod preflight;

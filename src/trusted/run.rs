@@ -74,13 +74,8 @@ pub fn stop_file(project: &Project) -> PathBuf {
     project.longrun_dir().join("stop")
 }
 
-/// The first feature that does not pass and is not stuck.
-pub fn next_feature(project: &Project, history: &History) -> anyhow::Result<Option<Feature>> {
-    next_feature_besides(project, history, &[])
-}
-
 /// The first feature that does not pass, is not stuck and is not in `busy`.
-fn next_feature_besides(
+pub(super) fn next_feature_besides(
     project: &Project,
     history: &History,
     busy: &[String],

@@ -5,25 +5,43 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::run::next_feature;
+use super::run::next_feature_besides;
 use super::{History, Project};
-use crate::view::text::{render_table, truncate};
+use crate::view::text::{duration, fit_last_column, output_width, render_table};
 
-pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
+/// The first reason, and how many more there are.
+fn reason_cell(reasons: &[String]) -> String {
+    match reasons {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
+    }
+}
+
+pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
     let history = project.history()?;
     let features = project.features()?.map(|l| l.features).unwrap_or_default();
-    let next = next_feature(&project, &history)?;
     let max = project.config.run.max_attempts;
     let (tokens_in, tokens_out) = history.tokens();
     let passing = features.iter().filter(|f| f.passes).count();
     let running = super::lock::running_holder(&project.longrun_dir());
-    // While a run is going, its current session has no verdict yet: that is not a crash.
-    let unrecorded = if running.is_some() {
-        Vec::new()
+    // While a run is going, its sessions without a verdict are in progress, not crashed.
+    let (in_progress, unrecorded) = if running.is_some() {
+        (super::in_progress::sessions(&project, &history), Vec::new())
     } else {
-        super::recover::unrecorded(&project, &history)
+        (Vec::new(), super::recover::unrecorded(&project, &history))
     };
+    let busy: Vec<String> = in_progress
+        .iter()
+        .filter_map(|s| s.feature.clone())
+        .collect();
+    let next = next_feature_besides(&project, &history, &busy)?;
+    let accepted = history
+        .sessions
+        .iter()
+        .filter(|s| s.verdict == "accepted")
+        .count();
     if as_json {
         let rows: Vec<_> = features
             .iter()
@@ -33,6 +51,7 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
                     "id": f.id, "description": f.description, "passes": f.passes,
                     "attempts": s.attempts, "failed_attempts": s.failed_attempts,
                     "stuck": !f.passes && history.is_stuck(&f.id, max),
+                    "in_progress": busy.contains(&f.id),
                     "last_verdict": s.last_verdict, "last_reasons": s.last_reasons,
                 })
             })
@@ -41,6 +60,8 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
             "project": project.dir, "passing": passing, "total": features.len(),
             "initialized": history.initialized(), "features": rows,
             "next_feature": next.map(|f| f.id), "sessions": history.sessions.len(),
+            "accepted_sessions": accepted,
+            "in_progress": in_progress,
             "unrecorded_sessions": unrecorded,
             "running_pid": running.as_ref().map(|h| h.pid),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
@@ -66,6 +87,8 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
                 f.id.clone(),
                 if f.passes {
                     "yes".into()
+                } else if busy.contains(&f.id) {
+                    "working".into()
                 } else if stuck {
                     "STUCK".into()
                 } else {
@@ -73,9 +96,10 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
                 },
                 s.attempts.to_string(),
                 s.last_verdict.clone().unwrap_or_else(|| "-".into()),
-                truncate(&f.description, 50),
+                f.description.clone(),
             ]);
         }
+        fit_last_column(&mut table, output_width(wide));
         out.push_str(&render_table(&table));
         out.push('\n');
         for f in features
@@ -95,15 +119,30 @@ pub fn status(dir: &Path, as_json: bool) -> anyhow::Result<String> {
             h.pid, h.host, h.started
         ));
     }
+    for s in &in_progress {
+        let what = match &s.feature {
+            Some(f) => format!("{} {f}", s.role),
+            None => s.role.clone(),
+        };
+        out.push_str(&format!(
+            "in progress: session {} ({what}) · {} · step {} · {} · {}\n",
+            s.session,
+            s.phase,
+            s.step,
+            duration(s.elapsed_s),
+            s.model
+        ));
+    }
     for n in &unrecorded {
         out.push_str(&format!(
             "session {n} has no verdict (interrupted); `longrun continue` records it and keeps its work\n"
         ));
     }
     out.push_str(&format!(
-        "next feature: {}\nsessions run: {}\ntokens: {tokens_in} in, {tokens_out} out; cost ${:.4}\n",
+        "next feature: {}\nsessions recorded: {} ({} accepted)\ntokens: {tokens_in} in, {tokens_out} out; cost ${:.4}\n",
         next.map(|f| f.id).unwrap_or_else(|| "none".into()),
         history.sessions.len(),
+        accepted,
         history.cost()
     ));
     out.push_str(&sandbox_line(&project.profile));
@@ -119,7 +158,7 @@ fn sandbox_line(profile: &crate::sandbox::Profile) -> String {
     format!("sandbox: profile {}, network {network}\n", profile.name)
 }
 
-pub fn log(dir: &Path, as_json: bool) -> anyhow::Result<String> {
+pub fn log(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
     let history: History = project.history()?;
     if as_json {
@@ -148,11 +187,12 @@ pub fn log(dir: &Path, as_json: bool) -> anyhow::Result<String> {
             format!("${:.4}", s.cost_usd),
             format!("{}s", s.duration_s),
             s.commit.chars().take(8).collect(),
-            truncate(s.reasons.first().map(String::as_str).unwrap_or(""), 60),
+            reason_cell(&s.reasons),
         ]);
     }
     if history.sessions.is_empty() {
         return Ok("no sessions yet\n".into());
     }
+    fit_last_column(&mut table, output_width(wide));
     Ok(render_table(&table))
 }

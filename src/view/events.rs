@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::text::{duration, tokens};
+use super::text::{count, duration, tokens};
 
 /// One thing that happened during a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -145,15 +145,16 @@ impl RunEvent {
                 passed,
                 ..
             } => vec![match phase {
+                // The harness's own checks, before the session may end.
                 CheckPhase::Session => {
                     format!(
-                        "  check {name}: {}",
+                        "  harness: {name} {}",
                         if *passed { "passed" } else { "failed" }
                     )
                 }
                 CheckPhase::Verify => {
                     format!(
-                        "  verify {name}: {}",
+                        "  verify: {name} {}",
                         if *passed { "passed" } else { "FAILED" }
                     )
                 }
@@ -200,13 +201,17 @@ impl RunEvent {
         else {
             return String::new();
         };
-        let how = match error {
-            Some(_) => "failed".to_string(),
-            None => outcome.replace('_', " "),
+        let how = match (error, outcome.as_str()) {
+            (Some(_), _) | (None, "run_failed") => "failed",
+            (None, "done") => "done",
+            (None, "stopped_early") => "stopped early",
+            (None, "interrupted") => "interrupted",
+            (None, _) => "ended",
         };
         format!(
-            "run {how}: {sessions} sessions ({accepted} accepted), {passing}/{total} features passing, \
+            "run {how}: {} this run ({accepted} accepted), {passing}/{total} features passing, \
              {} in / {} out tokens, ${cost_usd:.4}, {}",
+            count(u64::from(*sessions), "session"),
             tokens(*tokens_in),
             tokens(*tokens_out),
             duration(*elapsed_s)
@@ -232,6 +237,37 @@ mod tests {
             r#"{"type":"tool_call","session":2,"step":1,"name":"bash","summary":"ls","is_error":false}"#
         );
         assert_eq!(e.plain_lines(), ["  step 1: bash ls"]);
+    }
+
+    #[test]
+    fn the_end_of_a_run_reads_without_doubled_words_or_a_plural_of_one() {
+        let end = |outcome: &str, sessions: u32| RunEvent::RunFinished {
+            outcome: outcome.into(),
+            exit_code: 1,
+            sessions,
+            accepted: 0,
+            passing: 0,
+            total: 2,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: 0.0,
+            elapsed_s: 5,
+            error: None,
+        };
+        assert_eq!(
+            end("run_failed", 1).summary(),
+            "run failed: 1 session this run (0 accepted), 0/2 features passing, 0 in / 0 out tokens, $0.0000, 5s"
+        );
+        assert!(end("stopped_early", 4)
+            .summary()
+            .starts_with("run stopped early: 4 sessions this run"));
+        let check = RunEvent::CheckResult {
+            session: 1,
+            phase: CheckPhase::Session,
+            name: "check 1".into(),
+            passed: true,
+        };
+        assert_eq!(check.plain_lines(), ["  harness: check 1 passed"]);
     }
 
     #[test]

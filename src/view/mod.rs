@@ -12,7 +12,7 @@ mod session_view;
 mod show;
 pub mod text;
 
-pub use manual::{completions, man_page};
+pub use manual::{completions, man_page, write_man_pages};
 pub use report::report;
 pub use session_view::SessionView;
 pub use show::show;

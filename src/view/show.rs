@@ -15,7 +15,7 @@ const WIDTH: usize = 160;
 
 pub fn show(dir: &Path, session: &str, as_json: bool) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
-    let number = parse_number(session)?;
+    let number = resolve_number(&project, session)?;
     let path = transcript_path(&project, number);
     if !path.is_file() {
         return Err(missing_transcript(&project, number, &path));
@@ -30,9 +30,45 @@ pub fn show(dir: &Path, session: &str, as_json: bool) -> anyhow::Result<String> 
 fn parse_number(text: &str) -> anyhow::Result<u32> {
     text.trim_start_matches('#').parse().map_err(|_| {
         bad_input(format!(
-            "`{text}` is not a session number; give the number `longrun log` lists, for example `longrun show 2`"
+            "`{text}` is not a session number; give the number `longrun log` lists (for example `longrun show 2`), `last`, or -N"
         ))
     })
+}
+
+/// A session number as given: `7`, `#7`, `last`, or `-N` for the Nth from
+/// the last among the sessions on record or with a transcript here.
+fn resolve_number(project: &Project, text: &str) -> anyhow::Result<u32> {
+    let back = match text {
+        "last" => Some(Some(1)),
+        _ => text
+            .strip_prefix('-')
+            .map(|n| n.parse::<usize>().ok().filter(|n| *n > 0)),
+    }
+    .map(|n| {
+        n.ok_or_else(|| {
+            bad_input(format!(
+                "`{text}` is not a session; give a number `longrun log` lists, `last`, or -N (-1 is the last)"
+            ))
+        })
+    })
+    .transpose()?;
+    let Some(back) = back else {
+        return parse_number(text);
+    };
+    let mut numbers: Vec<u32> = crate::trusted::state::session_dir_numbers(&project.dir);
+    if let Ok(history) = project.history() {
+        numbers.extend(history.sessions.iter().map(|s| s.session));
+    }
+    numbers.sort_unstable();
+    numbers.dedup();
+    match numbers.iter().rev().nth(back - 1) {
+        Some(n) => Ok(*n),
+        None => Err(bad_input(format!(
+            "`{text}`: {} has {} so far",
+            project.dir.display(),
+            super::text::count(numbers.len() as u64, "session")
+        ))),
+    }
 }
 
 fn transcript_path(project: &Project, number: u32) -> PathBuf {

@@ -52,6 +52,59 @@ pub fn render_table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Cells of the last column of `rows` cut so that no line passes `width`
+/// columns (the other columns keep their text; the last keeps at least 20).
+/// `None` leaves the table whole.
+pub fn fit_last_column(rows: &mut [Vec<String>], width: Option<usize>) {
+    let Some(width) = width else {
+        return;
+    };
+    let cols = rows.first().map(Vec::len).unwrap_or(0);
+    if cols == 0 {
+        return;
+    }
+    let before: usize = (0..cols - 1)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+                + 2
+        })
+        .sum();
+    let room = width.saturating_sub(before).max(20);
+    for row in rows.iter_mut() {
+        if let Some(last) = row.get_mut(cols - 1) {
+            *last = truncate(last, room);
+        }
+    }
+}
+
+/// The width tables are cut to: the terminal's when stdout is one, else
+/// `$COLUMNS` when set, else none (a pipe or a file gets whole lines).
+/// `--wide` asks for none.
+pub fn output_width(wide: bool) -> Option<usize> {
+    if wide {
+        return None;
+    }
+    if let Some((_, cols)) = console::Term::stdout().size_checked() {
+        return Some(cols as usize);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+}
+
+/// `1 session`, `3 sessions`: a count with its noun, regular plurals only.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A token count as people say it: 950, 12.3k, 4.1M.
 pub fn tokens(n: u64) -> String {
     match n {
@@ -94,6 +147,29 @@ mod tests {
         assert_eq!(duration(42), "42s");
         assert_eq!(duration(185), "3m05s");
         assert_eq!(duration(3720), "1h02m");
+    }
+
+    #[test]
+    fn the_last_column_is_cut_to_the_width_and_no_further() {
+        let mut rows = vec![
+            vec!["ID".to_string(), "DESCRIPTION".into()],
+            vec!["F001".into(), "x".repeat(100)],
+        ];
+        fit_last_column(&mut rows, Some(40));
+        assert_eq!(rows[1][1].chars().count(), 34);
+        assert!(render_table(&rows).lines().all(|l| l.chars().count() <= 40));
+        let mut whole = vec![vec!["F001".to_string(), "x".repeat(100)]];
+        fit_last_column(&mut whole, None);
+        assert_eq!(whole[0][1].len(), 100);
+        fit_last_column(&mut whole, Some(10));
+        assert_eq!(whole[0][1].chars().count(), 20, "the last column keeps 20");
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(count(1, "session"), "1 session");
+        assert_eq!(count(0, "session"), "0 sessions");
+        assert_eq!(count(4, "feature"), "4 features");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod hostile;
 mod imports;
 mod permissions;
 mod providers;
+mod reading;
 mod registries;
 mod resume;
 mod sandbox;

@@ -183,7 +183,7 @@ fn completions_name_every_command_and_parse_in_bash() {
 fn man_page_is_roff_with_every_command() {
     let env = Env::new();
     let page = run_ok(&env, &["man"]);
-    assert!(page.contains(".TH longrun 1"), "{page}");
+    assert!(page.contains(".TH LONGRUN 1"), "{page}");
     for command in ["init", "continue", "status", "log", "show", "completions"] {
         assert!(page.contains(&format!("longrun\\-{command}")) || page.contains(command));
     }
@@ -405,7 +405,7 @@ fn a_terminal_gets_a_live_status_and_the_verdicts() {
         "{screen}"
     );
     assert!(
-        screen.contains("run done: 2 sessions (1 accepted), 1/2 features passing"),
+        screen.contains("run done: 2 sessions this run (1 accepted), 1/2 features passing"),
         "{screen}"
     );
 }
