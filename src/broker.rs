@@ -64,6 +64,10 @@ pub enum SessionEvent {
         name: String,
         summary: String,
         is_error: bool,
+        /// The model wrote this call in its answer's text (or as a file
+        /// block); the harness found it and ran it like any other.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
     },
     /// A check the harness ran.
     CheckResult {

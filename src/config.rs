@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::bad_input;
 
 mod harness;
-pub use harness::HarnessSettings;
+pub use harness::{EditFormat, HarnessSettings};
 
 pub const FILE_NAME: &str = "longrun.toml";
 

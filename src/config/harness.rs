@@ -31,6 +31,28 @@ pub struct HarnessSettings {
     pub subagent_steps: u32,
     /// Bytes of each of AGENTS.md and CLAUDE.md put in the system prompt.
     pub agents_md_bytes: usize,
+    /// How the model changes files; unset, the model family's default, else `tools`.
+    pub edit_format: Option<EditFormat>,
+    /// Find and run tool calls the model wrote in its text (a ```json block,
+    /// `<tool_call>` tags, ...) when its answer has no structured ones;
+    /// unset, the model family's default, else on.
+    pub text_calls: Option<bool>,
+    /// Run the assigned feature's check after every turn that changed files,
+    /// tell the model how it went, and keep the best state if the session
+    /// ends with the check failing.
+    pub check_after_edit: bool,
+}
+
+/// How the model changes files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EditFormat {
+    /// `write_file` and `edit_file` calls: for models that call tools reliably.
+    Tools,
+    /// The whole new file in a fenced code block with its path on the line
+    /// before, which the harness writes: for small models whose exact-text
+    /// edits and JSON-escaped file contents break.
+    WholeFile,
 }
 
 impl Default for HarnessSettings {
@@ -46,11 +68,22 @@ impl Default for HarnessSettings {
             compact_keep_turns: 4,
             subagent_steps: 25,
             agents_md_bytes: 16 * 1024,
+            edit_format: None,
+            text_calls: None,
+            check_after_edit: true,
         }
     }
 }
 
 impl HarnessSettings {
+    pub fn edit_format(&self) -> EditFormat {
+        self.edit_format.unwrap_or(EditFormat::Tools)
+    }
+
+    pub fn text_calls(&self) -> bool {
+        self.text_calls.unwrap_or(true)
+    }
+
     /// The estimated prompt size, in tokens, past which the harness compacts.
     pub fn compact_threshold(&self) -> u64 {
         (self.context_window as f64 * self.compact_at.clamp(0.05, 1.0)) as u64

@@ -11,12 +11,15 @@ use std::time::{Duration, Instant};
 use super::budget::Budget;
 use super::checks::{self, SessionChecks};
 use super::context::{ContextPolicy, Conversation};
+use super::edit_check::EditCheck;
 use super::loops::LoopDetector;
 use super::skills::{self, Skill};
 use super::subagent;
+use super::text_calls;
+use super::text_edits;
 use super::todos::{self, Todos};
 use crate::broker::{OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage};
-use crate::config::HarnessSettings;
+use crate::config::{EditFormat, HarnessSettings};
 use crate::confined::tools::{Registry, ToolContext, ToolOutput};
 use crate::model::{ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, ToolSpec};
 
@@ -62,6 +65,29 @@ pub struct AgentLoop<'a> {
     stopping: bool,
     /// Time spent waiting for the model and in tools: the rest is the harness's own.
     waiting: Duration,
+    /// The names of the tools the model was offered.
+    tool_names: Vec<String>,
+    /// Tool calls run so far, structured or recovered from the text.
+    calls_run: u32,
+    /// The model was told once how to call tools, after a call found in its text.
+    reminded: bool,
+    /// The one nudge for an answer without a call while the check fails was given.
+    nudged: bool,
+    /// Answers whose only file blocks left parts out, told so.
+    elided_notes: u32,
+    /// The feature's check after edits, and the best state (sessions only).
+    edit_check: Option<EditCheck>,
+}
+
+/// What the harness found to run in an answer without structured calls.
+struct Recovery {
+    calls: Vec<ToolCall>,
+    /// The answer without the parts that became calls.
+    text: String,
+    /// Where the calls were found, for the reminder.
+    found_in: Vec<&'static str>,
+    /// File blocks not written because they leave parts out.
+    elided: Vec<String>,
 }
 
 impl<'a> AgentLoop<'a> {
@@ -108,6 +134,11 @@ impl<'a> AgentLoop<'a> {
             compact_threshold: s.compact_threshold(),
             compact_keep_turns: s.compact_keep_turns,
         };
+        let tool_names = tools.iter().map(|t| t.name.clone()).collect();
+        let edit_check = match (subagent, harness.checks) {
+            (false, Some(_)) if s.check_after_edit => Some(EditCheck::new(&harness.ctx.workspace)),
+            _ => None,
+        };
         AgentLoop {
             conversation: Conversation::new(system, tools, first_message, policy),
             loops: LoopDetector::new(s.loop_repeats, s.loop_edits),
@@ -120,6 +151,12 @@ impl<'a> AgentLoop<'a> {
             last_text: String::new(),
             stopping: false,
             waiting: Duration::ZERO,
+            tool_names,
+            calls_run: 0,
+            reminded: false,
+            nudged: false,
+            elided_notes: 0,
+            edit_check,
         }
     }
 
@@ -136,9 +173,25 @@ impl<'a> AgentLoop<'a> {
     pub fn run(&mut self, link: &mut WorkerLink) -> anyhow::Result<Outcome> {
         loop {
             if let Flow::End(outcome) = self.step(link)? {
+                self.keep_best(link)?;
                 return Ok(outcome);
             }
         }
+    }
+
+    /// A session ending with its check failing keeps its best state, when
+    /// that did better than the last.
+    fn keep_best(&mut self, link: &mut WorkerLink) -> anyhow::Result<()> {
+        let (Some(edit_check), Some(checks)) = (self.edit_check.as_mut(), self.harness.checks)
+        else {
+            return Ok(());
+        };
+        let text = match edit_check.keep_best(checks, &self.harness.ctx.workspace, !self.stopping) {
+            Ok(Some(done)) => format!("the harness {done}"),
+            Ok(None) => return Ok(()),
+            Err(e) => format!("the harness could not keep the best state: {e:#}"),
+        };
+        self.event(link, SessionEvent::Notice { text })
     }
 
     fn step(&mut self, link: &mut WorkerLink) -> anyhow::Result<Flow> {
@@ -158,15 +211,38 @@ impl<'a> AgentLoop<'a> {
                 return Ok(Flow::End(self.end(WorkerEnd::Failed, reason)));
             }
         };
-        let calls = response.tool_calls;
         self.stopping |= notice.is_some();
         self.last_text = response.text.clone();
-        self.conversation
-            .push_assistant(response.text, &calls, describe);
+        let mut calls = response.tool_calls;
+        let mut text = response.text;
+        let recovery = match calls.is_empty() {
+            true => self.recover(&text),
+            false => None,
+        };
+        let recovered = recovery.as_ref().is_some_and(|r| !r.calls.is_empty());
+        if let Some(r) = &recovery {
+            if recovered {
+                calls = r.calls.clone();
+                text = r.text.clone();
+            }
+        }
+        self.conversation.push_assistant(text, &calls, describe);
         if calls.is_empty() {
+            let elided = recovery.map(|r| r.elided).unwrap_or_default();
+            if !elided.is_empty() && self.elided_notes < 2 {
+                self.elided_notes += 1;
+                self.conversation.push_user(elided_note(&elided));
+                return Ok(Flow::Continue);
+            }
             return self.before_end(link);
         }
-        let flow = self.run_calls(link, &calls)?;
+        let flow = self.run_calls(link, &calls, recovered)?;
+        if let (Some(r), false) = (&recovery, self.reminded) {
+            if recovered {
+                self.reminded = true;
+                self.notice(link, reminder(&r.found_in))?;
+            }
+        }
         if let Some(text) = notice {
             self.conversation.push_user(text);
         }
@@ -241,12 +317,78 @@ impl<'a> AgentLoop<'a> {
         )
     }
 
-    fn run_calls(&mut self, link: &mut WorkerLink, calls: &[ToolCall]) -> anyhow::Result<Flow> {
+    /// Tool calls the model wrote in its text, and (in whole-file mode) file
+    /// blocks headed by a path, as calls to run; None when there are none.
+    fn recover(&self, text: &str) -> Option<Recovery> {
+        let settings = self.harness.settings;
+        let mut found: Vec<(std::ops::Range<usize>, ToolCall)> = Vec::new();
+        let mut found_in = Vec::new();
+        if settings.text_calls() {
+            let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+            if let Some(f) = text_calls::recover(text, &names) {
+                found_in.push(f.format.describe());
+                found.extend(
+                    f.calls
+                        .into_iter()
+                        .map(|c| (c.span, call(&c.name, c.arguments))),
+                );
+            }
+        }
+        let mut elided = Vec::new();
+        if !self.subagent && settings.edit_format() == EditFormat::WholeFile {
+            for b in text_edits::file_blocks(text) {
+                if found.iter().any(|(span, _)| overlaps(span, &b.span)) {
+                    continue;
+                }
+                if b.elided {
+                    elided.push(b.path);
+                    continue;
+                }
+                let now = std::fs::read(self.harness.ctx.workspace.join(&b.path)).ok();
+                if now.as_deref() == Some(b.content.as_bytes()) {
+                    continue;
+                }
+                let args = serde_json::json!({"path": b.path, "content": b.content});
+                found.push((b.span, call("write_file", args.to_string())));
+                if !found_in.contains(&"a file block headed by its path") {
+                    found_in.push("a file block headed by its path");
+                }
+            }
+        }
+        if found.is_empty() && elided.is_empty() {
+            return None;
+        }
+        found.sort_by_key(|(span, _)| span.start);
+        let step = self.budget.steps();
+        let spans: Vec<std::ops::Range<usize>> = found.iter().map(|(s, _)| s.clone()).collect();
+        let calls = found
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, mut c))| {
+                c.id = format!("recovered_{step}_{i}");
+                c
+            })
+            .collect();
+        Some(Recovery {
+            calls,
+            text: without(text, &spans),
+            found_in,
+            elided,
+        })
+    }
+
+    fn run_calls(
+        &mut self,
+        link: &mut WorkerLink,
+        calls: &[ToolCall],
+        recovered: bool,
+    ) -> anyhow::Result<Flow> {
         let mut looping = None;
         for call in calls {
             let started = Instant::now();
             let out = self.dispatch(link, call)?;
             self.waiting += started.elapsed();
+            self.calls_run += 1;
             let name = match self.subagent {
                 true => format!("task/{}", call.name),
                 false => call.name.clone(),
@@ -256,6 +398,7 @@ impl<'a> AgentLoop<'a> {
                 name,
                 summary: summarize(&call.arguments),
                 is_error: out.is_error,
+                recovered,
             };
             self.event(link, event)?;
             let seen = self.observe(call, &out);
@@ -272,9 +415,22 @@ impl<'a> AgentLoop<'a> {
             self.conversation.append_to_last_result(&list);
         }
         self.conversation.stub_old_results();
+        self.check_after_edit();
         match looping {
             Some(what) => self.on_loop(link, what),
             None => Ok(Flow::Continue),
+        }
+    }
+
+    /// After a turn that changed files, the feature's check and what it says.
+    fn check_after_edit(&mut self) {
+        let (Some(edit_check), Some(checks)) = (self.edit_check.as_mut(), self.harness.checks)
+        else {
+            return;
+        };
+        let step = self.budget.steps();
+        if let Some(message) = edit_check.after_turn(checks, &self.harness.ctx.workspace, step) {
+            self.conversation.push_user(message);
         }
     }
 
@@ -411,6 +567,9 @@ impl<'a> AgentLoop<'a> {
             let reason = Some("stopped: the run was interrupted".to_string());
             return Ok(Flow::End(self.end(WorkerEnd::Stopped, reason)));
         }
+        if let Some(flow) = self.nudge(link)? {
+            return Ok(flow);
+        }
         let rounds = self.harness.settings.check_rounds;
         let Some(checks) = self.harness.checks.filter(|_| self.check_rounds < rounds) else {
             return Ok(Flow::End(self.end(WorkerEnd::Completed, None)));
@@ -444,6 +603,43 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
+    /// Once per session, an answer without a call, in a session that has
+    /// run no tool yet while the feature's check fails, is sent back to use
+    /// the tools before the check rounds start.
+    fn nudge(&mut self, link: &mut WorkerLink) -> anyhow::Result<Option<Flow>> {
+        if self.nudged || self.subagent || self.calls_run > 0 {
+            return Ok(None);
+        }
+        let Some(checks) = self.harness.checks else {
+            return Ok(None);
+        };
+        self.nudged = true;
+        let Some(outcome) = checks.run_feature(&self.harness.ctx.workspace) else {
+            return Ok(None);
+        };
+        if outcome.passed {
+            return Ok(None);
+        }
+        let command = outcome.command.clone().unwrap_or_default();
+        let whole_file = self.harness.settings.edit_format() == EditFormat::WholeFile;
+        let how = match whole_file {
+            true => "write each file whole in a fenced code block with its path alone on the line before, and call `bash` to run commands and commit",
+            false => "call `write_file` or `edit_file` to change files and `bash` to run commands and commit",
+        };
+        self.event(
+            link,
+            SessionEvent::Notice {
+                text: "nudged: no tool was called and the check still fails".into(),
+            },
+        )?;
+        self.conversation.push_user(format!(
+            "[harness] No tool was called: your answer held no tool call the harness could run, and the {} (`{command}`) still fails. \
+             Nothing changes until you use the tools: {how}. Reply without a tool call only when the work is committed.",
+            outcome.name
+        ));
+        Ok(Some(Flow::Continue))
+    }
+
     fn notice(&mut self, link: &mut WorkerLink, text: String) -> anyhow::Result<()> {
         self.event(link, SessionEvent::Notice { text: text.clone() })?;
         self.conversation.push_user(text);
@@ -461,6 +657,51 @@ impl<'a> AgentLoop<'a> {
             text: self.last_text.clone(),
         }
     }
+}
+
+/// A call the harness made from the model's text; its id is set by the caller.
+fn call(name: &str, arguments: String) -> ToolCall {
+    ToolCall {
+        id: String::new(),
+        name: name.to_string(),
+        arguments,
+    }
+}
+
+fn overlaps(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// `text` without the byte ranges in `spans` (sorted by start, may overlap).
+fn without(text: &str, spans: &[std::ops::Range<usize>]) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    for span in spans {
+        if span.start > at {
+            out.push_str(&text[at..span.start]);
+        }
+        at = at.max(span.end);
+    }
+    out.push_str(&text[at.min(text.len())..]);
+    out.trim().to_string()
+}
+
+/// Once per session, after calls were found in the text.
+fn reminder(found_in: &[&str]) -> String {
+    format!(
+        "[harness] Your answer held tool calls as text ({}), not as tool calls; the harness found them and ran them as if you had called the tools. \
+         Call tools directly, through the tool-calling format, with JSON arguments.",
+        found_in.join(", ")
+    )
+}
+
+/// File blocks that left parts out were not written.
+fn elided_note(paths: &[String]) -> String {
+    format!(
+        "[harness] The code block for {} leaves parts out (a comment such as `# ... rest unchanged`), so the harness did not write it: \
+         a block replaces the whole file. Write the complete file, every line of it.",
+        paths.join(", ")
+    )
 }
 
 /// A bash result whose command exited non-zero, timed out or was killed.

@@ -36,6 +36,8 @@ pub struct CheckOutcome {
 pub struct SessionChecks {
     role: Role,
     commands: Vec<(String, String)>,
+    /// `commands[0]` is the assigned feature's check.
+    feature_check: bool,
     protected: Vec<String>,
     feature_id: Option<String>,
     base: Option<Oid>,
@@ -49,10 +51,12 @@ impl SessionChecks {
             .ok()
             .and_then(|r| repo::head(&r));
         let mut commands = Vec::new();
+        let mut feature_check = false;
         if config.role == Role::Worker {
             if let Some(f) = &config.feature {
                 if let Some(check) = &f.check {
                     commands.push((format!("feature {} check", f.id), check.clone()));
+                    feature_check = true;
                 }
             }
             for (i, c) in config.checks.iter().enumerate() {
@@ -62,11 +66,19 @@ impl SessionChecks {
         SessionChecks {
             role: config.role,
             commands,
+            feature_check,
             protected: config.protected.clone(),
             feature_id: config.feature.as_ref().map(|f| f.id.clone()),
             base,
             timeout: Duration::from_secs(config.check_timeout_secs),
         }
+    }
+
+    /// The assigned feature's check alone, when it has one: what the harness
+    /// runs after edits.
+    pub fn run_feature(&self, workspace: &Path) -> Option<CheckOutcome> {
+        let (name, command) = self.commands.first().filter(|_| self.feature_check)?;
+        Some(run_command(workspace, name, command, self.timeout))
     }
 
     /// Run every check in `workspace`, rules first.
@@ -193,11 +205,12 @@ pub fn summary(failed: &[&CheckOutcome], round: u32, rounds: u32) -> String {
 
 static TEST_NAME_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
-        r"^test (\S+) \.\.\. FAILED",            // cargo test
-        r"^FAILED (\S+?)(?: - |$)",              // pytest
-        r"^\s*--- FAIL: (\S+)",                  // go test
-        r"^\s*(?:✕|×) (.+?)(?: \(\d+ ?m?s\))?$", // jest, vitest
-        r"^not ok \d+ - (.+)$",                  // TAP
+        r"^test (\S+) \.\.\. FAILED",                 // cargo test
+        r"^FAILED (\S+?)(?: - |$)",                   // pytest
+        r"^\s*--- FAIL: (\S+)",                       // go test
+        r"^\s*(?:✕|×|✖) (.+?)(?: \([\d.]+ ?m?s\))?$", // jest, vitest, node --test
+        r"^(?:FAIL|ERROR): (\S+) \(",                 // python -m unittest
+        r"^not ok \d+ - (.+)$",                       // TAP
     ]
     .iter()
     .filter_map(|p| Regex::new(p).ok())

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::context::head;
 use super::skills::{self, Skill};
+use crate::config::EditFormat;
 use crate::protocol::WorkerConfig;
 use crate::schema::Role;
 use crate::templates::{render, INITIALIZER_PROMPT, WORKER_PROMPT};
@@ -34,10 +35,35 @@ pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) 
         Role::Initializer => INITIALIZER_PROMPT.to_string(),
         Role::Worker => WORKER_PROMPT.to_string(),
     };
+    text.push_str(&harness_help(config));
     text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
     text.push_str(&skills::prompt_section(skills));
     text
 }
+
+/// How this session's harness settings change the work: whole-file edits,
+/// the check run after edits.
+fn harness_help(config: &WorkerConfig) -> String {
+    let mut text = String::new();
+    if config.harness.edit_format() == EditFormat::WholeFile {
+        text.push_str(WHOLE_FILE_HELP);
+    }
+    let has_check = config.feature.as_ref().is_some_and(|f| f.check.is_some());
+    if config.role == Role::Worker && config.harness.check_after_edit && has_check {
+        text.push_str(
+            "\n\nAfter every turn in which files changed, the harness runs your feature's check itself and tells you \
+             how it went: the tests passing, the ones failing, the last lines of output. You need not run it yourself. \
+             If the session ends with the check failing, the harness keeps the state in which most tests passed.\n",
+        );
+    }
+    text
+}
+
+const WHOLE_FILE_HELP: &str = "\n\n## Editing files\n\n\
+To create or change a file, write its whole new content in a fenced code block, with the file's path alone on the line before the block:\n\n\
+duration.py\n```python\ndef parse_duration(text):\n    return 0\n```\n\n\
+The harness writes every such block to its path, replacing the whole file: never leave parts out. \
+Use the tools (`bash`) to run commands and to commit.\n";
 
 /// AGENTS.md and CLAUDE.md at the repo root, each cut to `max` bytes with a
 /// note when cut. A CLAUDE.md that says the same as AGENTS.md (a copy or a

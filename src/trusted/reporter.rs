@@ -148,6 +148,7 @@ impl Reporter {
                 name,
                 summary,
                 is_error,
+                ..
             } => RunEvent::ToolCall {
                 session: number,
                 step: *step,

@@ -10,6 +10,7 @@ mod e2e;
 mod errors;
 mod hostile;
 mod imports;
+mod models;
 mod permissions;
 mod providers;
 mod reading;

@@ -1,0 +1,432 @@
+//! The assigned feature's check, run by the harness after every turn that
+//! changed files (`[harness] check_after_edit`), and the best state so far.
+//!
+//! Models seldom run the tests on their own; a harness that runs them after
+//! each edit and says how it went (counts, failing tests, the tail) does it
+//! for them. It also remembers the state with the most tests passing, says
+//! when an edit made things worse, and when the session ends with the check
+//! failing it commits that best state on top of the last one, so the
+//! session's ref holds the best work, not merely the latest.
+//!
+//! Not here: the checks before the end (`checks.rs`), which this reuses.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::LazyLock;
+
+use git2::{IndexAddOption, Oid, Repository};
+use regex::Regex;
+
+use super::checks::{self, CheckOutcome, SessionChecks};
+use crate::git::{is_build_output, uncommitted_paths};
+
+/// Lines of the check's output shown after an edit.
+const TAIL_LINES: usize = 25;
+
+/// How well a state does on the feature's check: passing beats failing, then
+/// more tests passing beats fewer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Score {
+    pub passed: bool,
+    pub tests_passing: u32,
+}
+
+/// Tests passing and failing, as a test runner's summary says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    pub passed: u32,
+    pub failed: u32,
+}
+
+impl Counts {
+    fn total(self) -> u32 {
+        self.passed + self.failed
+    }
+}
+
+/// The best state seen: its score, its tree (written to the session's own
+/// object store, the index left alone) and the step it was reached at.
+#[derive(Debug, Clone)]
+struct Best {
+    score: Score,
+    counts: Option<Counts>,
+    tree: Oid,
+    step: u32,
+}
+
+/// One check run on one state.
+#[derive(Debug, Clone)]
+struct Checked {
+    fingerprint: u64,
+    score: Score,
+    counts: Option<Counts>,
+}
+
+#[derive(Debug, Default)]
+pub struct EditCheck {
+    /// The fingerprint of the state last looked at (the start, at first).
+    seen: Option<u64>,
+    last: Option<Checked>,
+    best: Option<Best>,
+}
+
+impl EditCheck {
+    /// Start from the workspace as the session found it: the check runs
+    /// only once something changed.
+    pub fn new(workspace: &Path) -> EditCheck {
+        EditCheck {
+            seen: fingerprint(workspace).ok(),
+            ..EditCheck::default()
+        }
+    }
+
+    /// After a turn: when the files changed since the last run, run the
+    /// feature's check and return what to tell the model (None: nothing changed).
+    pub fn after_turn(
+        &mut self,
+        checks: &SessionChecks,
+        workspace: &Path,
+        step: u32,
+    ) -> Option<String> {
+        let fingerprint = fingerprint(workspace).ok()?;
+        if self.seen == Some(fingerprint) {
+            return None;
+        }
+        self.seen = Some(fingerprint);
+        let outcome = checks.run_feature(workspace)?;
+        let counts = counts(&outcome.output);
+        let score = score(&outcome, counts);
+        let before = self.best.clone();
+        if before.as_ref().is_none_or(|b| score > b.score) {
+            if let Ok(tree) = snapshot(workspace) {
+                self.best = Some(Best {
+                    score,
+                    counts,
+                    tree,
+                    step,
+                });
+            }
+        }
+        let passed_before = self.last.as_ref().is_some_and(|c| c.score.passed);
+        self.last = Some(Checked {
+            fingerprint,
+            score,
+            counts,
+        });
+        // Passing still is no news.
+        if passed_before && score.passed {
+            return None;
+        }
+        let message = report(&outcome, counts, score, before.as_ref());
+        Some(message)
+    }
+
+    /// At the end of a session: when the last state does worse on the check
+    /// than the best one, commit the last state (so it stays in the history)
+    /// and then the best state on top. Returns what was done, for the record.
+    /// `may_run`: the check may be run once more when the last state is unknown.
+    pub fn keep_best(
+        &mut self,
+        checks: &SessionChecks,
+        workspace: &Path,
+        may_run: bool,
+    ) -> anyhow::Result<Option<String>> {
+        let Some(best) = self.best.clone() else {
+            return Ok(None);
+        };
+        let fingerprint = fingerprint(workspace)?;
+        let known = self.last.as_ref().filter(|c| c.fingerprint == fingerprint);
+        let last = match known {
+            Some(c) => (c.score, c.counts),
+            None if may_run => match checks.run_feature(workspace) {
+                Some(outcome) => {
+                    let counts = counts(&outcome.output);
+                    (score(&outcome, counts), counts)
+                }
+                None => return Ok(None),
+            },
+            None => return Ok(None),
+        };
+        if last.0.passed || last.0 >= best.score {
+            return Ok(None);
+        }
+        let said = format!(
+            "the session's best state ({}, after step {}) in place of its last ({})",
+            describe(best.score, best.counts),
+            best.step,
+            describe(last.0, last.1)
+        );
+        restore(workspace, best.tree, &said)?;
+        Ok(Some(format!("kept {said}")))
+    }
+}
+
+/// What the model is told after the check ran on its edits.
+fn report(
+    outcome: &CheckOutcome,
+    counts: Option<Counts>,
+    score: Score,
+    best: Option<&Best>,
+) -> String {
+    let command = outcome.command.as_deref().unwrap_or("");
+    let mut text = format!(
+        "[harness] The harness ran the {} (`{command}`) after your edits: ",
+        outcome.name
+    );
+    if score.passed {
+        text.push_str("it passes");
+        if let Some(c) = counts {
+            text.push_str(&format!(" ({} of {} tests)", c.passed, c.total()));
+        }
+        text.push_str(". Set only this feature's `passes` to true in features.json, append to progress.md and commit.");
+        return text;
+    }
+    text.push_str(&format!("it fails ({}).", describe(score, counts)));
+    let failing = checks::failing_tests(&outcome.output);
+    if !failing.is_empty() {
+        text.push_str(&format!(" Failing tests: {}.", failing.join(", ")));
+    }
+    match best {
+        Some(b) if score < b.score => text.push_str(&format!(
+            " This is worse than the best state of this session ({}, after step {}): the last edit broke something. \
+             If the session ends with the check failing, the harness keeps that best state, not the last one.",
+            describe(b.score, b.counts),
+            b.step
+        )),
+        Some(b) if score > b.score => text.push_str(&format!(
+            " Better than before ({}).",
+            describe(b.score, b.counts)
+        )),
+        _ => {}
+    }
+    let tail = crate::progress::tail(&outcome.output, TAIL_LINES);
+    text.push_str(&format!("\nIts last lines:\n```\n{tail}\n```"));
+    text
+}
+
+fn describe(score: Score, counts: Option<Counts>) -> String {
+    match (counts, score.passed) {
+        (Some(c), _) => format!("{} of {} tests passing", c.passed, c.total()),
+        (None, true) => "passing".into(),
+        (None, false) => "failing".into(),
+    }
+}
+
+fn score(outcome: &CheckOutcome, counts: Option<Counts>) -> Score {
+    Score {
+        passed: outcome.passed,
+        tests_passing: counts.map_or(0, |c| c.passed),
+    }
+}
+
+static COUNT_PATTERNS: LazyLock<Vec<(Regex, Runner)>> = LazyLock::new(|| {
+    [
+        (r"(?m)^Ran (\d+) tests? in ", Runner::Unittest),
+        (
+            r"(?m)^test result: \w+\. (\d+) passed; (\d+) failed",
+            Runner::Cargo,
+        ),
+        (
+            r"(?m)^=*\s*(.*\d+ (?:passed|failed|errors?)\b.*) in [\d.]+m?s\b",
+            Runner::Pytest,
+        ),
+        (r"(?m)^Tests:\s+(.*\d+ total)", Runner::Jest),
+        (r"(?m)^(?:#|ℹ) pass (\d+)\s*$", Runner::Node),
+        (r"(?m)^\s*--- (?:PASS|FAIL): ", Runner::Go),
+    ]
+    .into_iter()
+    .filter_map(|(p, r)| Regex::new(p).ok().map(|re| (re, r)))
+    .collect()
+});
+
+#[derive(Debug, Clone, Copy)]
+enum Runner {
+    Unittest,
+    Cargo,
+    Pytest,
+    Jest,
+    Node,
+    Go,
+}
+
+/// The tests passing and failing in a test runner's output, when its summary says.
+pub fn counts(output: &str) -> Option<Counts> {
+    COUNT_PATTERNS
+        .iter()
+        .find(|(re, _)| re.is_match(output))
+        .and_then(|(re, runner)| runner_counts(*runner, re, output))
+}
+
+fn runner_counts(runner: Runner, re: &Regex, output: &str) -> Option<Counts> {
+    let num = |text: &str, pattern: &str| -> u32 {
+        Regex::new(pattern)
+            .ok()
+            .and_then(|r| r.captures(text))
+            .and_then(|c| c.get(1))
+            .and_then(|m| m.as_str().parse().ok())
+            .unwrap_or(0)
+    };
+    match runner {
+        Runner::Unittest => {
+            let ran: u32 = re
+                .captures_iter(output)
+                .last()?
+                .get(1)?
+                .as_str()
+                .parse()
+                .ok()?;
+            let failed = num(output, r"(?m)^FAILED \(.*failures=(\d+)")
+                + num(output, r"(?m)^FAILED \(.*errors=(\d+)");
+            let skipped = num(output, r"(?m)^(?:OK|FAILED) \(.*skipped=(\d+)");
+            Some(Counts {
+                passed: ran.saturating_sub(failed + skipped),
+                failed,
+            })
+        }
+        Runner::Cargo => Some(re.captures_iter(output).fold(Counts::default(), |acc, c| {
+            let n = |i| {
+                c.get(i)
+                    .and_then(|m| m.as_str().parse::<u32>().ok())
+                    .unwrap_or(0)
+            };
+            Counts {
+                passed: acc.passed + n(1),
+                failed: acc.failed + n(2),
+            }
+        })),
+        Runner::Pytest | Runner::Jest => {
+            let line = re
+                .captures_iter(output)
+                .last()?
+                .get(1)?
+                .as_str()
+                .to_string();
+            Some(Counts {
+                passed: num(&line, r"(\d+) passed"),
+                failed: num(&line, r"(\d+) failed") + num(&line, r"(\d+) errors?"),
+            })
+        }
+        Runner::Node => Some(Counts {
+            passed: num(output, r"(?m)^(?:#|ℹ) pass (\d+)"),
+            failed: num(output, r"(?m)^(?:#|ℹ) fail (\d+)"),
+        }),
+        Runner::Go => Some(Counts {
+            passed: output.matches("--- PASS: ").count() as u32,
+            failed: output.matches("--- FAIL: ").count() as u32,
+        }),
+    }
+}
+
+/// A hash of the work tree's content as git sees it: HEAD's files with the
+/// uncommitted changes applied (build output left out). The same content
+/// committed or not has the same fingerprint.
+fn fingerprint(workspace: &Path) -> anyhow::Result<u64> {
+    let repo = Repository::open(workspace)?;
+    let mut files: BTreeMap<String, Option<Oid>> = BTreeMap::new();
+    if let Ok(tree) = repo.head().and_then(|h| h.peel_to_tree()) {
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(git2::ObjectType::Blob) {
+                let name = entry.name().unwrap_or("");
+                files.insert(format!("{dir}{name}"), Some(entry.id()));
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+    }
+    for path in uncommitted_paths(&repo)? {
+        let full = workspace.join(&path);
+        let id = Oid::hash_file(git2::ObjectType::Blob, &full).ok();
+        files.insert(path, id);
+    }
+    let mut h = DefaultHasher::new();
+    files.hash(&mut h);
+    Ok(h.finish())
+}
+
+/// Write the work tree (build output left out) as a tree object, leaving
+/// the index on disk as it was.
+fn snapshot(workspace: &Path) -> anyhow::Result<Oid> {
+    let repo = Repository::open(workspace)?;
+    let mut index = repo.index()?;
+    stage_all(&mut index)?;
+    Ok(index.write_tree()?)
+}
+
+/// Everything in the work tree into `index`, but build output; deletions too.
+fn stage_all(index: &mut git2::Index) -> anyhow::Result<()> {
+    let mut skip_build_output =
+        |path: &Path, _: &[u8]| -> i32 { i32::from(is_build_output(&path.to_string_lossy())) };
+    index.add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip_build_output))?;
+    index.update_all(["*"], None)?;
+    Ok(())
+}
+
+/// Commit the last state if it is not, then check out `best` and commit it on top.
+fn restore(workspace: &Path, best: Oid, said: &str) -> anyhow::Result<()> {
+    let repo = Repository::open(workspace)?;
+    let sig = git2::Signature::now("longrun harness", "harness@longrun.invalid")?;
+    let mut parent = repo.head()?.peel_to_commit()?;
+    if !uncommitted_paths(&repo)?.is_empty() {
+        let mut index = repo.index()?;
+        stage_all(&mut index)?;
+        index.write()?;
+        let tree = repo.find_tree(index.write_tree()?)?;
+        let message = "WIP: the session's last state, kept in the history";
+        let oid = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])?;
+        parent = repo.find_commit(oid)?;
+    }
+    let tree = repo.find_tree(best)?;
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout.force();
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
+    let mut index = repo.index()?;
+    index.read_tree(&tree)?;
+    index.write()?;
+    let message = format!(
+        "Restore {said}\n\nThe harness keeps the state in which the feature's check did best."
+    );
+    repo.commit(Some("HEAD"), &sig, &sig, &message, &tree, &[&parent])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_counts_are_read_from_common_runners() {
+        let cases: &[(&str, Option<(u32, u32)>)] = &[
+            (
+                "F.F..\n----------------------------------------------------------------------\nRan 13 tests in 0.002s\n\nFAILED (failures=4, errors=2)\n",
+                Some((7, 6)),
+            ),
+            ("Ran 13 tests in 0.001s\n\nOK\n", Some((13, 0))),
+            ("=========== 2 failed, 11 passed in 0.05s ===========", Some((11, 2))),
+            ("=========== 1 error in 0.05s ===========", Some((0, 1))),
+            (
+                "test result: FAILED. 3 passed; 2 failed; 0 ignored\ntest result: ok. 4 passed; 0 failed; 0 ignored",
+                Some((7, 2)),
+            ),
+            ("Tests:       1 failed, 8 passed, 9 total", Some((8, 1))),
+            ("# tests 10\n# suites 0\n# pass 7\n# fail 3\n", Some((7, 3))),
+            ("ℹ tests 10\nℹ pass 9\nℹ fail 1\n", Some((9, 1))),
+            ("--- PASS: TestA (0.00s)\n--- FAIL: TestB (0.00s)\n", Some((1, 1))),
+            ("Traceback (most recent call last):\nSyntaxError: invalid syntax", None),
+        ];
+        for (output, expected) in cases {
+            let got = counts(output).map(|c| (c.passed, c.failed));
+            assert_eq!(got, *expected, "{output}");
+        }
+    }
+
+    #[test]
+    fn a_passing_check_beats_any_count_and_more_tests_beat_fewer() {
+        let s = |passed, tests_passing| Score {
+            passed,
+            tests_passing,
+        };
+        assert!(s(true, 0) > s(false, 12));
+        assert!(s(false, 7) > s(false, 0));
+    }
+}

@@ -1,0 +1,312 @@
+//! Meeting local models where they are: tool calls written in the text,
+//! whole-file edits, the check run after edits and the best state kept,
+//! the nudge for an answer without a call. Asserted on the requests the
+//! model received, the transcript and main.
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+const CHECK: &str = "test -f done.txt";
+
+/// A project whose initializer leaves one feature with `check` and applies
+/// `settings` (lines of longrun.toml replaced); session 2 runs `worker`.
+fn project(worker: Value, check: &str, settings: &[(&str, &str)]) -> Env {
+    let env = Env::new();
+    let list = features(&[("F001", false, check)]);
+    let model = env.model(json!({"1": initializer(&list), "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    if !settings.is_empty() {
+        let path = env.project().join("longrun.toml");
+        let mut toml = std::fs::read_to_string(&path).unwrap();
+        for (from, to) in settings {
+            assert!(toml.contains(from), "longrun.toml has no `{from}`");
+            toml = toml.replacen(from, to, 1);
+        }
+        std::fs::write(&path, toml).unwrap();
+        env.git(&["commit", "-qam", "settings for the test"]);
+    }
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.code().is_some(), "{}", text(&out));
+    env
+}
+
+/// features.json with F001 done, as a JSON string for a call's arguments.
+fn done_features(check: &str) -> String {
+    features(&[("F001", true, check)])
+}
+
+fn commit_turn() -> Value {
+    turn(vec![bash(
+        "echo 'F001 done' >> progress.md && git add -A && git commit -qm F001",
+    )])
+}
+
+fn messages(request: &Value) -> &Vec<Value> {
+    request["messages"].as_array().unwrap()
+}
+
+fn user_texts(request: &Value) -> Vec<String> {
+    messages(request)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn last_verdict(env: &Env) -> String {
+    env.git(&["log", "--first-parent", "-1", "--format=%B"])
+}
+
+/// A fenced json block as Qwen2.5-Coder writes one, around a call.
+fn json_block(name: &str, arguments: Value) -> String {
+    format!(
+        "```json\n{}\n```",
+        json!({"name": name, "arguments": arguments})
+    )
+}
+
+#[test]
+fn calls_written_in_json_blocks_run_like_structured_ones_and_are_marked_recovered() {
+    let answer = format!(
+        "I will create the file and mark the feature.\n{}\n{}",
+        json_block("write_file", json!({"path": "done.txt", "content": "ok\n"})),
+        json_block(
+            "write_file",
+            json!({"path": "features.json", "content": done_features(CHECK)})
+        ),
+    );
+    let commit = format!(
+        "Now commit.\n{}",
+        json_block(
+            "bash",
+            json!({"command": "echo 'F001 done' >> progress.md && git add -A && git commit -qm F001"})
+        )
+    );
+    let env = project(
+        json!([done(&answer), done(&commit), done("Done.")]),
+        CHECK,
+        &[],
+    );
+    let msg = last_verdict(&env);
+    assert!(msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    assert_eq!(env.on_main("done.txt").as_deref(), Some("ok\n"));
+
+    let requests = env.requests(2);
+    // The second request holds the first answer as two structured calls and their results.
+    let m = messages(&requests[1]);
+    let assistant = m.iter().find(|m| m["role"] == "assistant").unwrap();
+    let calls = assistant["tool_calls"].as_array().unwrap();
+    let names: Vec<&str> = calls.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["write_file", "write_file"]);
+    assert_eq!(calls[0]["id"], "recovered_1_0");
+    assert_eq!(
+        assistant["text"], "I will create the file and mark the feature.",
+        "the blocks that became calls leave the text"
+    );
+    let results: Vec<&Value> = m.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["call_id"], "recovered_1_0");
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    // The reminder, once in the session.
+    let reminder = "[harness] Your answer held tool calls as text (a JSON code block in the text)";
+    let last = requests.last().unwrap();
+    let reminders = user_texts(last)
+        .iter()
+        .filter(|t| t.starts_with(reminder))
+        .count();
+    assert_eq!(reminders, 1, "{:?}", user_texts(last));
+    // The transcript marks each call recovered.
+    let recovered: Vec<(String, bool)> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "tool_call")
+        .map(|e| {
+            (
+                e["event"]["name"].as_str().unwrap().to_string(),
+                e["event"]["recovered"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        recovered,
+        [
+            ("write_file".to_string(), true),
+            ("write_file".to_string(), true),
+            ("bash".to_string(), true)
+        ]
+    );
+}
+
+#[test]
+fn a_recovered_call_meets_the_same_permissions() {
+    let answer = json_block("bash", json!({"command": "sudo ls"}));
+    let env = project(json!([done(&answer), done("stop")]), CHECK, &[]);
+    let requests = env.requests(2);
+    let results: Vec<String> = messages(&requests[1])
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].starts_with("Blocked by policy"), "{results:?}");
+}
+
+#[test]
+fn an_answer_without_a_call_gets_one_nudge_before_the_check_rounds() {
+    let env = project(
+        json!([
+            done("To implement this, create done.txt with ok in it."),
+            done("Create the file done.txt."),
+            done("Still text.")
+        ]),
+        CHECK,
+        &[],
+    );
+    let requests = env.requests(2);
+    let nudge = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        nudge.starts_with("[harness] No tool was called: your answer held no tool call the harness could run, and the feature F001 check (`test -f done.txt`) still fails."),
+        "{nudge}"
+    );
+    assert!(
+        nudge.contains("call `write_file` or `edit_file`"),
+        "{nudge}"
+    );
+    let round = user_texts(&requests[2]).last().unwrap().clone();
+    assert!(
+        round.starts_with(
+            "[harness] Before this session may end, the harness ran its checks (round 1 of 3)"
+        ),
+        "{round}"
+    );
+    let nudges = user_texts(requests.last().unwrap())
+        .iter()
+        .filter(|t| t.starts_with("[harness] No tool was called"))
+        .count();
+    assert_eq!(nudges, 1);
+}
+
+#[test]
+fn whole_file_blocks_are_written_only_in_whole_file_mode() {
+    let answer = format!(
+        "done.txt\n```\nok\n```\n\nfeatures.json\n```json\n{}```\n",
+        done_features(CHECK)
+    );
+    let worker = json!([done(&answer), commit_turn(), done("Done.")]);
+    let whole = project(
+        worker.clone(),
+        CHECK,
+        &[(
+            "keep_turns = 10",
+            "keep_turns = 10\nedit_format = \"whole-file\"",
+        )],
+    );
+    let msg = last_verdict(&whole);
+    assert!(msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    assert_eq!(whole.on_main("done.txt").as_deref(), Some("ok\n"));
+    let system = whole.requests(2)[0]["system"].as_str().unwrap().to_string();
+    assert!(
+        system.contains("write its whole new content in a fenced code block"),
+        "{system}"
+    );
+
+    let tools = project(worker, CHECK, &[]);
+    let msg = last_verdict(&tools);
+    assert!(!msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    let requests = tools.requests(2);
+    assert!(
+        user_texts(&requests[1])
+            .last()
+            .unwrap()
+            .starts_with("[harness] No tool was called"),
+        "in tools mode a file block is only text"
+    );
+}
+
+/// A check that reports `N passed, M failed` like pytest, from the lines of score.txt.
+const SCORED: &str =
+    "n=$(grep -c ok score.txt); echo \"== $n passed, $((3-n)) failed in 0.01s ==\"; test $n -ge 3";
+
+#[test]
+fn the_check_runs_after_edits_and_a_failing_session_keeps_its_best_state() {
+    let write = |c: &str| turn(vec![write_file("score.txt", c)]);
+    let env = project(
+        json!([
+            write("ok\nok\n"),
+            turn(vec![bash("git add -A && git commit -qm two")]),
+            write("ok\nno\n"),
+            done("I could not finish.")
+        ]),
+        SCORED,
+        &[("check_rounds = 3", "check_rounds = 0")],
+    );
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 4);
+    let after_first = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        after_first.starts_with("[harness] The harness ran the feature F001 check (`n=$(grep"),
+        "{after_first}"
+    );
+    assert!(
+        after_first.contains("it fails (2 of 3 tests passing)"),
+        "{after_first}"
+    );
+    let runs = |r: &Value| {
+        user_texts(r)
+            .iter()
+            .filter(|t| t.starts_with("[harness] The harness ran"))
+            .count()
+    };
+    assert_eq!(runs(&requests[2]), 1, "a commit changes no content: no run");
+    let worse = user_texts(&requests[3]).last().unwrap().clone();
+    assert!(
+        worse.contains("it fails (1 of 3 tests passing).")
+            && worse.contains("This is worse than the best state of this session (2 of 3 tests passing, after step 1)"),
+        "{worse}"
+    );
+    // The session's ref holds the best state, committed on top of the last one.
+    assert_eq!(
+        env.git(&["show", "refs/longrun/sessions/0002:score.txt"]),
+        "ok\nok\n"
+    );
+    assert_eq!(
+        env.git(&["show", "refs/longrun/sessions/0002~1:score.txt"]),
+        "ok\nno\n"
+    );
+    let subject = env.git(&["log", "-1", "--format=%s", "refs/longrun/sessions/0002"]);
+    assert!(
+        subject.starts_with("Restore the session's best state (2 of 3 tests passing, after step 1) in place of its last (1 of 3 tests passing)"),
+        "{subject}"
+    );
+}
+
+#[test]
+fn untracked_build_output_is_not_the_models_problem() {
+    let env = project(
+        json!([
+            turn(vec![
+                write_file("done.txt", "ok\n"),
+                write_file("features.json", &done_features(CHECK)),
+                write_file("__pycache__/m.cpython-311.pyc", "bytes"),
+                write_file("web/node_modules/x/index.js", "x"),
+            ]),
+            turn(vec![bash(
+                "echo 'F001 done' >> progress.md && git add done.txt features.json progress.md && git commit -qm F001"
+            )]),
+            done("Done.")
+        ]),
+        CHECK,
+        &[],
+    );
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 3, "the checks passed at the first stop");
+    let checks: Vec<bool> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "check_result")
+        .map(|e| e["event"]["passed"] == true)
+        .collect();
+    assert_eq!(checks, [true, true]);
+}
