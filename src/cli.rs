@@ -180,6 +180,9 @@ pub enum Command {
         /// Run N sessions at once, each on its own feature in its own clone; merges go one at a time.
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
         parallel: u32,
+        /// A shell command told about the run's events (event JSON on stdin, $LONGRUN_SUMMARY); overrides [notify] command.
+        #[arg(long, value_name = "CMD")]
+        notify: Option<String>,
     },
     /// Ask a running `continue` to stop after its current session; exits 1 when no run is going.
     Stop {

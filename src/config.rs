@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::bad_input;
 
 mod harness;
+mod notify;
 pub use harness::{EditFormat, HarnessSettings};
+pub use notify::NotifySection;
 
 pub const FILE_NAME: &str = "longrun.toml";
 
@@ -33,6 +35,8 @@ pub struct Config {
     pub permissions: crate::permissions::PermissionsConfig,
     #[serde(default)]
     pub harness: HarnessSettings,
+    #[serde(default)]
+    pub notify: NotifySection,
 }
 
 /// `[model]`: which model the sessions use and how to reach it. Flags and the

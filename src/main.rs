@@ -126,6 +126,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             max_cost,
             max_consecutive_failures,
             parallel,
+            notify,
         } => {
             let args = o::ContinueArgs {
                 sessions,
@@ -139,6 +140,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 max_cost,
                 max_consecutive_failures,
                 parallel,
+                notify,
                 ..o::ContinueArgs::new(dir.dir)
             };
             o::continue_run(args).await

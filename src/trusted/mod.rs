@@ -10,6 +10,7 @@ mod history;
 mod in_progress;
 mod init;
 mod lock;
+mod notify;
 mod preflight;
 mod project;
 pub mod proxy;

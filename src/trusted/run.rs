@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::notify::{self, Notifier};
 use super::serve::CostLimit;
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
@@ -36,6 +37,8 @@ pub struct ContinueArgs {
     pub max_consecutive_failures: Option<u32>,
     /// Sessions run at once, each on its own feature (1: one after another).
     pub parallel: u32,
+    /// `--notify`, over `[notify] command`.
+    pub notify: Option<String>,
 }
 
 impl ContinueArgs {
@@ -53,6 +56,7 @@ impl ContinueArgs {
             max_cost: None,
             max_consecutive_failures: None,
             parallel: 1,
+            notify: None,
         }
     }
 }
@@ -104,13 +108,33 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     recover::recover_all(&project, &reporter)?;
     // A stop asked for before this run started is not for this run.
     let _ = std::fs::remove_file(stop_file(&project));
-    let result = run_sessions(&project, &provider, &args, &reporter, &interrupt).await;
+    let notifier = Notifier::new(&project, args.notify.as_deref());
+    let result = run_sessions(
+        &project,
+        &provider,
+        &args,
+        &reporter,
+        &interrupt,
+        notifier.as_ref(),
+    )
+    .await;
     let (passing, total) = project
         .features()
         .ok()
         .flatten()
         .map_or((0, 0), |l| (l.passing(), l.features.len()));
     reporter.run_finished(&result, passing, total);
+    if let Some(notifier) = &notifier {
+        let (outcome, code) = match &result {
+            Ok(o) => (o.name(), o.code()),
+            Err(e) => ("error", crate::error::code_for(e)),
+        };
+        notifier.send(
+            notify::run_finished(outcome, code, passing, total),
+            &reporter,
+        );
+        notifier.finish(&reporter).await;
+    }
     result
 }
 
@@ -131,6 +155,7 @@ pub async fn run_sessions(
     args: &ContinueArgs,
     reporter: &Reporter,
     interrupt: &Interrupt,
+    notifier: Option<&Notifier>,
 ) -> anyhow::Result<Outcome> {
     if !project.history()?.initialized() {
         reporter.line("no initializer session was accepted yet: running the initializer first");
@@ -200,6 +225,9 @@ pub async fn run_sessions(
                 "session {} {}: {why}",
                 outcome.number, outcome.verdict
             ));
+            if let Some(n) = notifier {
+                tell_about_failure(project, n, &outcome, &tally.streak, reporter)?;
+            }
         }
         if ending.is_none() && max_failures > 0 && tally.streak.len() as u32 >= max_failures {
             reporter.line(&format!(
@@ -211,6 +239,33 @@ pub async fn run_sessions(
             ending = Some(Outcome::StoppedEarly);
         }
     }
+}
+
+/// A failed session may have made its feature stuck, or made a streak worth a notice.
+fn tell_about_failure(
+    project: &Project,
+    notifier: &Notifier,
+    outcome: &SessionOutcome,
+    streak: &[String],
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    if let Some(id) = &outcome.feature {
+        let history = project.history()?;
+        let max = project.config.run.max_attempts;
+        let stats = history.stats(id);
+        // Exactly at the limit: it became stuck with this session.
+        if history.is_stuck(id, max) && stats.failed_attempts == max {
+            notifier.send(
+                notify::feature_stuck(id, stats.failed_attempts, &stats.last_reasons),
+                reporter,
+            );
+        }
+    }
+    let after = notifier.after_rejections();
+    if after > 0 && streak.len() as u32 == after {
+        notifier.send(notify::rejected_in_a_row(streak), reporter);
+    }
+    Ok(())
 }
 
 /// Whether a run limit forbids starting another session, and how the run ends then.
@@ -299,16 +354,18 @@ fn finished(project: &Project, history: &History, reporter: &Reporter) -> anyhow
         ));
         return Ok(Outcome::Done);
     }
-    reporter.line(&format!(
-        "{} feature(s) are stuck and skipped:",
-        stuck.len()
-    ));
+    reporter.line(&match stuck.len() {
+        1 => "1 feature is stuck and skipped:".to_string(),
+        n => format!("{n} features are stuck and skipped:"),
+    });
     for f in stuck {
         let stats = history.stats(&f.id);
         let why = stats.last_reasons.first().cloned().unwrap_or_default();
         reporter.line(&format!(
-            "  {} ({} failed attempts): {why}; `longrun retry {}` tries it again",
-            f.id, stats.failed_attempts, f.id
+            "  {} ({}): {why}; `longrun retry {}` tries it again",
+            f.id,
+            crate::view::text::count(stats.failed_attempts.into(), "failed attempt"),
+            f.id
         ));
     }
     Ok(Outcome::StoppedEarly)

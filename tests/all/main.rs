@@ -11,6 +11,7 @@ mod errors;
 mod hostile;
 mod imports;
 mod models;
+mod notify;
 mod permissions;
 mod providers;
 mod reading;
