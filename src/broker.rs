@@ -16,6 +16,10 @@ use crate::model::{ChatRequest, ChatResponse, ModelErrorKind};
 pub const WORKER_FD: i32 = 3;
 /// The environment variable that tells the worker its socket fd.
 pub const FD_ENV: &str = "LONGRUN_BROKER_FD";
+/// The longest message line the orchestrator reads from the worker (a model
+/// request carries the whole conversation); a longer one is a protocol
+/// violation, skipped.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// What the worker tells the orchestrator.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -140,7 +144,9 @@ impl WorkerLink {
         })
     }
 
-    /// The socket the orchestrator passed at [`WORKER_FD`].
+    /// The socket the orchestrator passed at [`WORKER_FD`], made
+    /// close-on-exec before anything else runs: the tools the worker starts
+    /// never hold it, so only the agent loop speaks to the orchestrator.
     pub fn inherited() -> anyhow::Result<WorkerLink> {
         use std::os::fd::FromRawFd;
         let fd: i32 = std::env::var(FD_ENV)
@@ -149,6 +155,7 @@ impl WorkerLink {
             .context("the worker was started without a broker socket")?;
         // SAFETY: the orchestrator placed an open socket at this fd for us and nothing else owns it.
         let stream = unsafe { UnixStream::from_raw_fd(fd) };
+        close_on_exec(&stream).context("cannot make the broker socket close-on-exec")?;
         WorkerLink::new(stream)
     }
 
@@ -174,5 +181,30 @@ impl WorkerLink {
     pub fn ask(&mut self, request: ChatRequest) -> anyhow::Result<OrchestratorMessage> {
         self.send(&WorkerMessage::ModelRequest { request })?;
         self.receive()
+    }
+}
+
+/// Set FD_CLOEXEC on `fd` (its clones from `try_clone` have it already).
+fn close_on_exec(fd: &impl std::os::fd::AsFd) -> nix::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let flags = FdFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFD)?);
+    fcntl(fd, FcntlArg::F_SETFD(flags | FdFlag::FD_CLOEXEC)).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workers_end_is_close_on_exec() {
+        use std::os::fd::AsRawFd;
+        let (a, _b) = UnixStream::pair().unwrap();
+        let fd = a.as_raw_fd();
+        // SAFETY: clearing the flag on a descriptor this test owns.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        close_on_exec(&a).unwrap();
+        // SAFETY: reading the flags of a descriptor this test owns.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
     }
 }

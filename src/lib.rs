@@ -25,6 +25,7 @@ pub mod progress;
 pub mod protocol;
 pub mod rules;
 pub mod sandbox;
+pub mod sanitize;
 pub mod schema;
 pub mod skill_files;
 pub mod templates;

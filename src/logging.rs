@@ -86,9 +86,19 @@ impl ProjectLog {
         }
         if let Some(file) = slot.as_mut() {
             // A log that cannot be written must not stop the run.
-            let _ = file.write_all(buf);
+            let _ = file.write_all(&one_line(buf));
         }
     }
+}
+
+/// A record as one line with no control characters: a message carrying
+/// session-made text (a file name, a reason) cannot start a forged line.
+fn one_line(record: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(record);
+    let body = text.strip_suffix('\n').unwrap_or(&text);
+    let mut line = crate::sanitize::text(&body.replace(['\n', '\r'], " "));
+    line.push('\n');
+    line.into_bytes()
 }
 
 /// One formatted record, written to the file in one piece when dropped.
@@ -141,5 +151,10 @@ mod tests {
         log.make_writer().write_all(b"two\n").unwrap();
         let text = std::fs::read_to_string(dir.path().join(".longrun/longrun.log")).unwrap();
         assert_eq!(text, "one\ntwo\n");
+        log.make_writer()
+            .write_all(b"WARN name\nINFO forged\x1b[2K\0\n")
+            .unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".longrun/longrun.log")).unwrap();
+        assert_eq!(text, "one\ntwo\nWARN name INFO forged[2K\n");
     }
 }

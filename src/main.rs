@@ -22,10 +22,16 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(err) => {
-            eprintln!("error: {}", message(&err));
+            eprintln!("error: {}", longrun::sanitize::text(&message(&err)));
             exit_code_for(&err)
         }
     }
+}
+
+/// What a view prints, without the control characters session-made text
+/// in it (file names, output, ids) may carry.
+fn safe(text: &str) -> String {
+    longrun::sanitize::text(text)
 }
 
 /// The error chain as one readable line.
@@ -147,19 +153,19 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         }
         Command::Stop { dir } => o::stop(&dir.dir),
         Command::Retry { feature, dir } => {
-            println!("{}", o::retry(&dir.dir, &feature)?);
+            println!("{}", safe(&o::retry(&dir.dir, &feature)?));
             Ok(Outcome::Done)
         }
         Command::Status { dir, json, wide } => {
-            print!("{}", o::status(&dir.dir, json, wide)?);
+            print!("{}", safe(&o::status(&dir.dir, json, wide)?));
             Ok(Outcome::Done)
         }
         Command::Log { dir, json, wide } => {
-            print!("{}", o::log(&dir.dir, json, wide)?);
+            print!("{}", safe(&o::log(&dir.dir, json, wide)?));
             Ok(Outcome::Done)
         }
         Command::Show { session, dir, json } => {
-            print!("{}", longrun::view::show(&dir.dir, &session, json)?);
+            print!("{}", safe(&longrun::view::show(&dir.dir, &session, json)?));
             Ok(Outcome::Done)
         }
         Command::Report { dir, out } => {

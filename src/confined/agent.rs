@@ -203,6 +203,10 @@ impl<'a> AgentLoop<'a> {
         }
         if self.conversation.needs_compaction() {
             self.compact(link, false)?;
+            // The compaction was a request too.
+            if let Some(reason) = self.budget.exhausted() {
+                return Ok(Flow::End(self.end(WorkerEnd::Incomplete, Some(reason))));
+            }
         }
         let (response, notice) = match self.ask_model(link)? {
             Ok(answer) => answer,
@@ -254,7 +258,6 @@ impl<'a> AgentLoop<'a> {
         &mut self,
         link: &mut WorkerLink,
     ) -> anyhow::Result<Result<(ChatResponse, Option<String>), String>> {
-        self.budget.step();
         let mut retried = false;
         loop {
             let bytes = self.conversation.request_bytes();
@@ -270,18 +273,23 @@ impl<'a> AgentLoop<'a> {
                 } if !retried => {
                     retried = true;
                     self.compact(link, true)?;
+                    if let Some(reason) = self.budget.exhausted() {
+                        return Ok(Err(reason));
+                    }
                 }
                 OrchestratorMessage::ModelError { message, .. } => return Ok(Err(message)),
             }
         }
     }
 
-    /// One model call; what it spent goes on the budget.
+    /// One model call, one step (the orchestrator counts every request);
+    /// what it spent goes on the budget.
     fn ask(
         &mut self,
         link: &mut WorkerLink,
         request: ChatRequest,
     ) -> anyhow::Result<OrchestratorMessage> {
+        self.budget.step();
         let started = Instant::now();
         let answer = link.ask(request)?;
         self.waiting += started.elapsed();

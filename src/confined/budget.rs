@@ -1,8 +1,10 @@
 //! A session's budget: steps, input and output tokens, wall time and cost.
 //!
 //! Each limit ends the session with its own reason; at 80% of any of them
-//! the model is told, once, how many steps are left. Subagents spend from
-//! the same tokens, time and money but have their own step count.
+//! the model is told, once, how many steps are left. A step is one model
+//! request, as the orchestrator counts them (it enforces the same budget on
+//! what it brokers): subagents spend from the same steps, tokens, time and
+//! money, within a step limit of their own.
 
 use std::time::{Duration, Instant};
 
@@ -39,11 +41,11 @@ impl Budget {
         }
     }
 
-    /// What a subagent may spend: its own steps, and what is left of the rest.
+    /// What a subagent may spend: at most `steps`, and what is left of the rest.
     pub fn for_subagent(&self, steps: u32) -> Budget {
         let left = |limit: Option<u64>, used: u64| limit.map(|l| l.saturating_sub(used));
         let limits = BudgetSection {
-            steps,
+            steps: steps.min(self.limits.steps.saturating_sub(self.steps)),
             wall_time_secs: self.limits.wall_time_secs,
             input_tokens: left(self.limits.input_tokens, self.usage.input_tokens),
             output_tokens: left(self.limits.output_tokens, self.usage.output_tokens),
@@ -75,8 +77,9 @@ impl Budget {
         self.cost_usd += cost_usd;
     }
 
-    /// What a subagent spent counts toward this budget too (but not its steps).
+    /// What a subagent spent counts toward this budget too, its steps included.
     pub fn absorb(&mut self, child: &Budget) {
+        self.steps += child.steps;
         self.spend(child.usage, child.cost_usd);
     }
 
@@ -278,8 +281,18 @@ mod tests {
             .exhausted()
             .unwrap()
             .contains("input-token limit of 400"));
+        child.step();
         parent.absorb(&child);
         assert_eq!(parent.usage().input_tokens, 1100);
-        assert_eq!(parent.steps(), 0);
+        assert_eq!(parent.steps(), 1);
+        // A subagent's steps stop where the session's do.
+        let mut parent = Budget::new(limits());
+        for _ in 0..9 {
+            parent.step();
+        }
+        let mut child = parent.for_subagent(5);
+        assert_eq!(child.exhausted(), None);
+        child.step();
+        assert!(child.exhausted().unwrap().contains("step limit of 1"));
     }
 }

@@ -53,6 +53,7 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     let landlock = landlock::restrict(spec).context("cannot apply the Landlock ruleset")?;
     e.layers.push(landlock.layer);
     close_inherited(&spec.keep_fds);
+    not_dumpable()?;
     if !caps::none_left() {
         bail!("capabilities are still held after dropping them all");
     }
@@ -82,6 +83,14 @@ fn new_session() -> anyhow::Result<String> {
     // A process group leader (started from an interactive shell) cannot leave
     // its session; seccomp denies TIOCSTI, which is what setsid guards against.
     Ok("process: caller's session kept (TIOCSTI denied), dies with its parent".into())
+}
+
+/// Not dumpable: the processes it starts (same uid, no capabilities)
+/// cannot ptrace it, read its memory, open its descriptors through /proc or
+/// copy them with pidfd_getfd; the worker's broker socket stays its own.
+/// An exec resets this for the program exec'd, which holds nothing to take.
+fn not_dumpable() -> anyhow::Result<()> {
+    nix::sys::prctl::set_dumpable(false).context("cannot clear PR_SET_DUMPABLE")
 }
 
 fn no_new_privs() -> anyhow::Result<()> {

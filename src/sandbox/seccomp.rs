@@ -22,6 +22,8 @@ const DENIED: &[(&str, i64)] = &[
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
     ("process_vm_writev", libc::SYS_process_vm_writev),
+    // Copying a descriptor out of another process (the worker's broker socket).
+    ("pidfd_getfd", libc::SYS_pidfd_getfd),
     ("mount", libc::SYS_mount),
     ("umount2", libc::SYS_umount2),
     ("pivot_root", libc::SYS_pivot_root),
@@ -161,6 +163,18 @@ fn rule(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reaching_into_another_process_is_denied() {
+        for name in [
+            "ptrace",
+            "process_vm_readv",
+            "process_vm_writev",
+            "pidfd_getfd",
+        ] {
+            assert!(DENIED.iter().any(|(n, _)| *n == name), "{name}");
+        }
+    }
 
     #[test]
     fn the_filters_compile_for_both_architectures() {

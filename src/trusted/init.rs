@@ -194,7 +194,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
             outcome.verdict
         );
         for r in &outcome.reasons {
-            eprintln!("  - {r}");
+            eprintln!("  - {}", crate::sanitize::line(r));
         }
         eprintln!(
             "Run `longrun continue --dir {}` to try the initializer again.",

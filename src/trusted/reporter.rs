@@ -104,7 +104,7 @@ impl Reporter {
                 (None, _) => format!("session {number} ({role})"),
             };
             t.session = number;
-            t.feature = feature.map(str::to_string);
+            t.feature = feature.map(crate::sanitize::line);
             t.session_started = Some(Instant::now());
             t.status = Status {
                 label,
@@ -261,6 +261,7 @@ impl Reporter {
     }
 
     fn emit(&self, event: &RunEvent) {
+        let event = &event.sanitized();
         log(event);
         match self.mode {
             Mode::Json => print_lines(&[event.json_line()]),

@@ -336,7 +336,7 @@ fn stop_after(outcome: &SessionOutcome, interrupt: &Interrupt) -> Option<Outcome
         return Some(Outcome::Interrupted);
     }
     if let Some(why) = &outcome.fatal {
-        eprintln!("error: the run stopped: {why}");
+        eprintln!("error: the run stopped: {}", crate::sanitize::line(why));
         return Some(Outcome::RunFailed);
     }
     None

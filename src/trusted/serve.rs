@@ -4,6 +4,14 @@
 //! One event loop per session races the worker's messages against the wall
 //! time, the interrupt (first signal: wind down within a grace period; second:
 //! stop now) and the grace deadline.
+//!
+//! The worker is on the session's side of the trust boundary: what it says
+//! is data. Its budget (model requests, tokens, cost, wall time) is counted
+//! here, from the requests brokered, and enforced here: a request that comes
+//! once a budget is spent stops the worker. Its report of what the sandbox
+//! enforced is taken only as its very first message, before any tool could
+//! have run. A line that is malformed, too long or out of turn is a protocol
+//! violation, recorded in the transcript, never a crash.
 
 use std::future::Future;
 use std::os::fd::AsRawFd;
@@ -14,12 +22,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::time::Sleep;
 
 use super::signals::Interrupt;
 use super::Reporter;
 use crate::broker::{self, OrchestratorMessage, SessionEvent, WorkerMessage, WorkerReport};
+use crate::config::BudgetSection;
 use crate::model::{ModelError, Provider, RequestContext, Usage};
 use crate::trusted::transcript::{Entry, Transcript};
 
@@ -36,7 +45,18 @@ pub enum Stop {
     Interrupted,
     /// The run's cost reached `--max-cost` during this session.
     CostLimit,
+    /// The worker asked for a model request once a budget of its session
+    /// was spent ([`WorkerRun::over_budget`] says which).
+    Budget,
+    /// The worker broke the broker protocol too often to go on.
+    Protocol,
 }
+
+/// Protocol violations recorded before the worker is stopped for them.
+pub const MAX_VIOLATIONS: u32 = 20;
+/// What is kept of the worker's sandbox report: lines, and characters a line.
+const MAX_SANDBOX_LINES: usize = 64;
+const MAX_SANDBOX_LINE_CHARS: usize = 400;
 
 /// What came of serving the worker.
 pub struct WorkerRun {
@@ -53,8 +73,13 @@ pub struct WorkerRun {
     pub fatal: Option<String>,
     /// What the worker's loop detector reported, one entry per trigger.
     pub loops: Vec<String>,
-    /// What the worker's kernel enforced, as the worker reported it.
+    /// What the worker's kernel enforced, as the worker reported it in its
+    /// first message (a later report is ignored).
     pub sandbox: Option<crate::sandbox::Enforcement>,
+    /// The budget the worker went past, as the orchestrator counted it.
+    pub over_budget: Option<String>,
+    /// Protocol violations seen (each is in the transcript).
+    pub violations: u32,
 }
 
 /// What the worker needs to start.
@@ -67,6 +92,8 @@ pub struct Launch<'a> {
     pub grace: Duration,
     /// The run's `--max-cost`, shared by the sessions running at once.
     pub cost_limit: Option<Arc<CostLimit>>,
+    /// The session's budget, enforced on the requests brokered.
+    pub budget: BudgetSection,
 }
 
 /// `--max-cost`: what the run's sessions have spent so far, live, against the limit.
@@ -118,7 +145,7 @@ pub async fn serve(
     }
     ours.set_nonblocking(true)?;
     let (read, mut write) = tokio::net::UnixStream::from_std(ours)?.into_split();
-    let mut lines = BufReader::new(read).lines();
+    let mut lines = BufReader::new(read);
     // The worker ends itself at its wall time between steps; a tool still
     // running a little past it is killed with the worker.
     let slack = (launch.wall_time / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
@@ -134,28 +161,57 @@ pub async fn serve(
         fatal: None,
         loops: Vec::new(),
         sandbox: None,
+        over_budget: None,
+        violations: 0,
     };
+    let mut first = true;
     loop {
-        let line = match stops.race(lines.next_line()).await {
-            Ok(Ok(Some(line))) => line,
-            Ok(_) => break,
+        let line = match stops
+            .race(read_line(&mut lines, broker::MAX_LINE_BYTES))
+            .await
+        {
+            Ok(Ok(Line::Text(line))) => line,
+            Ok(Ok(Line::TooLong(len))) => {
+                let what = format!(
+                    "a message of {len} bytes, over the limit of {} bytes, was skipped",
+                    broker::MAX_LINE_BYTES
+                );
+                if violation(&launch, &mut run, transcript, what)? {
+                    break;
+                }
+                continue;
+            }
+            Ok(Ok(Line::Eof)) | Ok(Err(_)) => break,
             Err(stop) => {
                 run.stop = stop;
                 break;
             }
         };
-        let message: WorkerMessage = match serde_json::from_str(&line) {
+        let was_first = std::mem::replace(&mut first, false);
+        let message: WorkerMessage = match serde_json::from_slice(&line) {
             Ok(m) => m,
             Err(e) => {
-                tracing::warn!(
-                    "session {}: malformed message from the worker: {e}",
-                    launch.number
-                );
+                let what = format!("a malformed message was skipped: {e}");
+                if violation(&launch, &mut run, transcript, what)? {
+                    break;
+                }
                 continue;
             }
         };
+        if run.report.is_some() {
+            let what = "a message after the worker's final report was ignored".to_string();
+            if violation(&launch, &mut run, transcript, what)? {
+                break;
+            }
+            continue;
+        }
         match message {
             WorkerMessage::ModelRequest { request } => {
+                if let Some(reason) = spent(&launch.budget, &run) {
+                    run.over_budget = Some(reason);
+                    run.stop = Stop::Budget;
+                    break;
+                }
                 let index = run.requests;
                 run.requests += 1;
                 transcript.append(&Entry::Request {
@@ -199,12 +255,22 @@ pub async fn serve(
                     break;
                 }
             }
+            WorkerMessage::Event {
+                event: SessionEvent::Sandbox { .. },
+            } if !was_first => {
+                let what = "a sandbox report after the worker's first message was ignored (the \
+                            first message is the only one sent before a tool could run)"
+                    .to_string();
+                if violation(&launch, &mut run, transcript, what)? {
+                    break;
+                }
+            }
             WorkerMessage::Event { event } => {
                 if let crate::broker::SessionEvent::LoopDetected { what, .. } = &event {
                     run.loops.push(what.clone());
                 }
                 if let SessionEvent::Sandbox { enforcement } = &event {
-                    run.sandbox = Some(enforcement.clone());
+                    run.sandbox = Some(bounded(enforcement));
                 }
                 reporter.event(launch.number, &event);
                 transcript.append(&Entry::Event { event })?;
@@ -240,6 +306,117 @@ pub async fn serve(
         exit: run.exit.clone(),
     })?;
     Ok(run)
+}
+
+/// One line from the worker, read with a cap on its length.
+enum Line {
+    Text(Vec<u8>),
+    /// A line longer than the cap, skipped to its end; its length.
+    TooLong(usize),
+    Eof,
+}
+
+/// Read up to the next newline, keeping at most `max` bytes; a longer line is
+/// read to its end and dropped. A last line without a newline counts.
+async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), max: usize) -> std::io::Result<Line> {
+    let mut line = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match len {
+                0 => Line::Eof,
+                n if n > max => Line::TooLong(n),
+                _ => Line::Text(line),
+            });
+        }
+        let (part, used, end) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], i + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        len += part.len();
+        if len <= max {
+            line.extend_from_slice(part);
+        } else {
+            line = Vec::new();
+        }
+        reader.consume(used);
+        if end {
+            return Ok(match len > max {
+                true => Line::TooLong(len),
+                false => Line::Text(line),
+            });
+        }
+    }
+}
+
+/// Record a protocol violation; true once there were too many to go on.
+fn violation(
+    launch: &Launch,
+    run: &mut WorkerRun,
+    transcript: &mut Transcript,
+    what: String,
+) -> anyhow::Result<bool> {
+    let what = crate::sanitize::line(&what);
+    tracing::warn!(
+        "session {}: broker protocol violation: {what}",
+        launch.number
+    );
+    transcript.append(&Entry::ProtocolViolation { what })?;
+    run.violations += 1;
+    if run.violations >= MAX_VIOLATIONS {
+        run.stop = Stop::Protocol;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The budget already spent when the worker asks for another model request:
+/// every request counts as a step (a subagent's and a compaction's too), and
+/// tokens and cost are what the provider reported for the requests brokered.
+pub fn spent(limits: &BudgetSection, run: &WorkerRun) -> Option<String> {
+    let what = if run.requests >= limits.steps {
+        format!("step limit of {} model requests", limits.steps)
+    } else if let Some(max) = limits.input_tokens.filter(|m| run.usage.input_tokens >= *m) {
+        format!(
+            "input-token limit of {max} ({} used)",
+            run.usage.input_tokens
+        )
+    } else if let Some(max) = limits
+        .output_tokens
+        .filter(|m| run.usage.output_tokens >= *m)
+    {
+        format!(
+            "output-token limit of {max} ({} used)",
+            run.usage.output_tokens
+        )
+    } else if let Some(max) = limits.cost_usd.filter(|m| run.cost_usd >= *m) {
+        format!("cost limit of ${max:.2} (${:.4} spent)", run.cost_usd)
+    } else {
+        return None;
+    };
+    Some(format!(
+        "budget: {what} reached, counted by the orchestrator; the worker asked for more and was stopped"
+    ))
+}
+
+/// The worker's sandbox report, bounded and made of safe lines.
+fn bounded(e: &crate::sandbox::Enforcement) -> crate::sandbox::Enforcement {
+    let lines = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .take(MAX_SANDBOX_LINES)
+            .map(|l| {
+                crate::sanitize::line(l)
+                    .chars()
+                    .take(MAX_SANDBOX_LINE_CHARS)
+                    .collect()
+            })
+            .collect()
+    };
+    crate::sandbox::Enforcement {
+        layers: lines(&e.layers),
+        warnings: lines(&e.warnings),
+    }
 }
 
 /// Turn the provider's result into the answer for the worker, recording it.

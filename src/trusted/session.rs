@@ -123,6 +123,7 @@ pub async fn run_session(
         wall_time: Duration::from_secs(project.config.budget.wall_time_secs),
         grace: Duration::from_secs(project.config.run.grace_secs),
         cost_limit: plan.cost_limit.clone(),
+        budget: project.config.budget.clone(),
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 
@@ -188,7 +189,8 @@ pub async fn run_session(
         model: &model_name,
         usage: run.usage,
         cost_usd: run.cost_usd,
-        steps: run.report.as_ref().map(|r| r.steps).unwrap_or(run.requests),
+        // The orchestrator's count, never the worker's report.
+        steps: run.requests,
         duration_s: started.elapsed().as_secs(),
         sandbox: &sandbox_layers,
         work_kept: true,
@@ -300,6 +302,24 @@ fn decide(run: &WorkerRun, wall_time_secs: u64, reasons: &mut Vec<String>) -> Ve
                 ),
             );
             return Verdict::Incomplete;
+        }
+        Stop::Budget => {
+            let reason = run
+                .over_budget
+                .clone()
+                .unwrap_or_else(|| "budget: spent".into());
+            reasons.insert(0, reason);
+            return Verdict::Incomplete;
+        }
+        Stop::Protocol => {
+            reasons.insert(
+                0,
+                format!(
+                    "the worker broke the broker protocol {} times (see its transcript); it was stopped",
+                    run.violations
+                ),
+            );
+            return Verdict::Failed;
         }
         Stop::Exited => {}
     }

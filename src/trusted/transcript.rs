@@ -49,6 +49,10 @@ pub enum Entry {
     Event {
         event: SessionEvent,
     },
+    /// The worker broke the broker protocol; what it sent was not acted on.
+    ProtocolViolation {
+        what: String,
+    },
     WorkerFinished {
         report: Option<WorkerReport>,
         exit: String,

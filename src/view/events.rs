@@ -93,6 +93,48 @@ pub enum CheckPhase {
 }
 
 impl RunEvent {
+    /// The event with every string in it made one safe line (session-made
+    /// text may carry escape sequences, carriage returns or NULs meant to
+    /// rewrite what the console shows).
+    pub fn sanitized(&self) -> RunEvent {
+        use crate::sanitize::line;
+        let opt = |s: &Option<String>| s.as_deref().map(line);
+        let mut e = self.clone();
+        match &mut e {
+            RunEvent::SessionStarted { role, feature, .. } => {
+                *role = line(role);
+                *feature = opt(feature);
+            }
+            RunEvent::InitScript { .. } | RunEvent::Compacted { .. } => {}
+            RunEvent::ToolCall { name, summary, .. } => {
+                *name = line(name);
+                *summary = line(summary);
+            }
+            RunEvent::Notice { text, .. } | RunEvent::Message { text } => *text = line(text),
+            RunEvent::LoopDetected { what, .. } => *what = line(what),
+            RunEvent::CheckResult { name, .. } => *name = line(name),
+            RunEvent::Verdict {
+                feature,
+                verdict,
+                reasons,
+                commit,
+                ..
+            } => {
+                *feature = opt(feature);
+                *verdict = line(verdict);
+                *commit = line(commit);
+                for r in reasons.iter_mut() {
+                    *r = line(r);
+                }
+            }
+            RunEvent::RunFinished { outcome, error, .. } => {
+                *outcome = line(outcome);
+                *error = opt(error);
+            }
+        }
+        e
+    }
+
     /// The event as one line of JSON.
     pub fn json_line(&self) -> String {
         // Serializing plain data to a String cannot fail.
@@ -268,6 +310,34 @@ mod tests {
             passed: true,
         };
         assert_eq!(check.plain_lines(), ["  harness: check 1 passed"]);
+    }
+
+    #[test]
+    fn sanitized_events_carry_no_control_characters() {
+        let e = RunEvent::Verdict {
+            session: 3,
+            feature: Some("f\x1b[2K".into()),
+            verdict: "rejected".into(),
+            reasons: vec!["check failed: \x1b[1A\x1b[2K\rsession 3: accepted\0".into()],
+            commit: "abc".into(),
+            tokens_in: 1,
+            tokens_out: 1,
+            cost_usd: 0.0,
+            elapsed_s: 1,
+        }
+        .sanitized();
+        for line in e.plain_lines() {
+            assert!(!line.chars().any(char::is_control), "{line:?}");
+        }
+        assert!(!e.json_line().contains("\\u001b"), "{}", e.json_line());
+        let tool = RunEvent::ToolCall {
+            session: 1,
+            step: 1,
+            name: "bash".into(),
+            summary: "ls\n\u{9b}31m".into(),
+            is_error: false,
+        };
+        assert_eq!(tool.sanitized().plain_lines(), ["  step 1: bash ls 31m"]);
     }
 
     #[test]

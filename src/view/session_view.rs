@@ -165,6 +165,13 @@ impl SessionView {
                 }
             }
             Entry::Event { event } => self.add_event(event),
+            Entry::ProtocolViolation { what } => {
+                let note = format!("protocol violation: {what}");
+                match self.turns.last_mut() {
+                    Some(turn) => turn.notices.push(note),
+                    None => self.notices.push(note),
+                }
+            }
             Entry::WorkerFinished { report, exit } => {
                 self.worker = Some(WorkerEnd {
                     report: report.clone(),

@@ -104,16 +104,20 @@ pub struct ShellOutcome {
 /// Run `bash -c command` in `dir`, in its own process group, killed with the group on timeout.
 pub fn run_shell(dir: &Path, command: &str, timeout: Duration) -> anyhow::Result<ShellOutcome> {
     let (reader, writer) = std::io::pipe()?;
-    let mut child = Command::new("bash")
-        .arg("-c")
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
         .arg(command)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)
-        .process_group(0)
-        .spawn()
-        .context("failed to start bash")?;
+        .process_group(0);
+    // SAFETY: only async-signal-safe syscalls between fork and exec.
+    unsafe { cmd.pre_exec(only_stdio_across_exec) };
+    let mut child = cmd.spawn().context("failed to start bash")?;
+    // The command holds the pipe's write end: the reader sees its end only
+    // once ours is gone too.
+    drop(cmd);
     let output = read_in_background(reader);
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let start = Instant::now();
@@ -142,6 +146,34 @@ pub fn run_shell(dir: &Path, command: &str, timeout: Duration) -> anyhow::Result
         output: String::from_utf8_lossy(&buf).into_owned(),
         timed_out,
     })
+}
+
+/// Run in the child between fork and exec: every descriptor above stderr
+/// becomes close-on-exec, so that a command holds nothing of the worker's
+/// (its broker socket above all) whatever flags they were opened with.
+/// Marked rather than closed: std still reports a failed exec through one.
+fn only_stdio_across_exec() -> std::io::Result<()> {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: a syscall on descriptors of this (forked, single-threaded) child.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) };
+    if rc == 0 {
+        return Ok(());
+    }
+    // Before Linux 5.11: one by one, up to the descriptor limit.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct passed.
+    let max = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur.min(1 << 16) as i32,
+        _ => 4096,
+    };
+    for fd in 3..max {
+        // SAFETY: setting a flag; a descriptor that is not open answers EBADF.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
 }
 
 /// Read the pipe to its end on a thread, keeping at most [`MAX_CAPTURE_BYTES`].
@@ -231,6 +263,27 @@ mod tests {
         let got = run_shell(d.path(), "sleep 60 & echo done", Duration::from_secs(10)).unwrap();
         assert_eq!(got.output, "done\n");
         assert!(!got.timed_out);
+    }
+
+    #[test]
+    fn a_command_holds_no_descriptor_beyond_stdio() {
+        use std::os::fd::AsRawFd;
+        let d = tempfile::tempdir().unwrap();
+        let (inherited, _other) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fd = inherited.as_raw_fd();
+        // As the worker's socket was before it is marked: inheritable.
+        // SAFETY: clearing the flag on a descriptor this test owns.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        let cmd = format!("ls /proc/self/fd; echo x >&{fd} && echo wrote");
+        let got = run_shell(d.path(), &cmd, Duration::from_secs(10)).unwrap();
+        assert!(!got.output.contains("wrote"), "{}", got.output);
+        let fds: Vec<&str> = got
+            .output
+            .lines()
+            .filter(|l| l.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        // 0, 1, 2 and the one ls opened to list them.
+        assert_eq!(fds.len(), 4, "{}", got.output);
     }
 
     #[test]
