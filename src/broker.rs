@@ -167,6 +167,14 @@ impl WorkerLink {
             .context("the orchestrator went away")
     }
 
+    /// Bytes as they are, for the fault-injection tests of the protocol.
+    #[doc(hidden)]
+    pub fn send_raw(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        self.writer
+            .write_all(bytes)
+            .context("the orchestrator went away")
+    }
+
     pub fn receive(&mut self) -> anyhow::Result<OrchestratorMessage> {
         let mut line = String::new();
         let n = self

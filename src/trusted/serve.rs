@@ -469,6 +469,7 @@ fn spawn(
         .env_clear()
         .envs(launch.env.iter().cloned())
         .env(broker::FD_ENV, broker::WORKER_FD.to_string())
+        .envs(std::env::var("LONGRUN_FAILPOINT").map(|v| ("LONGRUN_FAILPOINT", v)))
         .current_dir(launch.session_dir.join("work"))
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)

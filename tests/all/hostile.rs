@@ -3,4 +3,5 @@
 //! asserts that nothing got through (main, refs, host paths, transcripts)
 //! beside a control where the same session done honestly is accepted.
 
+mod broker;
 mod workspace;

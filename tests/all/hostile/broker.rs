@@ -1,0 +1,464 @@
+//! The broker and budgets: a tool process cannot speak on the worker's
+//! broker socket (inherited at fd 3, reopened through /proc, or copied with
+//! pidfd_getfd), and what the orchestrator counted (model requests, tokens)
+//! is what it enforces and records, whatever the worker believes or says.
+
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+const SPEC: &str = "# One feature\nBuild a.\n";
+/// Every scripted turn reports this usage, so that totals are known.
+const IN: u64 = 100;
+const OUT: u64 = 10;
+
+fn one(passes: bool) -> String {
+    features(&[("a", passes, "test -f a.txt")])
+}
+
+fn with_usage(mut t: Value) -> Value {
+    t["usage"] = json!({"input_tokens": IN, "output_tokens": OUT});
+    t
+}
+
+/// The attack: a tool process tries every way to the broker socket, seven
+/// times over: write forged model requests and a forged sandbox report to
+/// fd 3 and to every descriptor of its parent (the worker), and copy them
+/// out with pidfd_getfd. Each attempt prints how it went.
+const ATTACK: &str = r#"
+import ctypes, os, sys
+req = b'{"type":"model_request","request":{"system":"FORGED-REQUEST","messages":[],"tools":[]}}\n'
+sbx = b'{"type":"event","event":{"kind":"sandbox","enforcement":{"layers":["FORGED-LAYER"],"warnings":[]}}}\n'
+
+def attempt(what, fn):
+    try:
+        fn()
+        print(what + ": WROTE")
+    except OSError as e:
+        print(what + ": refused", e.errno)
+
+for i in range(7):
+    attempt("fd3", lambda: os.write(3, req))
+attempt("fd3 sandbox", lambda: os.write(3, sbx))
+worker = os.getppid()
+try:
+    os.listdir("/proc/%d/fd" % worker)
+    print("worker fds: LISTED")
+except OSError as e:
+    print("worker fds: refused", e.errno)
+for fd in range(3, 9):
+    def reopen():
+        with open("/proc/%d/fd/%d" % (worker, fd), "wb") as f:
+            f.write(req)
+    attempt("proc fd %d" % fd, reopen)
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(worker)
+for fd in range(3, 9):
+    got = libc.syscall(438, pidfd, fd, 0)
+    if got >= 0:
+        attempt("pidfd_getfd %d" % fd, lambda: os.write(got, req * 7))
+    else:
+        print("pidfd_getfd %d: refused" % fd, ctypes.get_errno())
+print("attack-over")
+"#;
+
+/// The worker for feature a: the attack (when asked), then honest work.
+fn worker(attack: bool) -> Value {
+    let mut turns = Vec::new();
+    if attack {
+        turns.push(turn(vec![
+            write_file("attack.py", ATTACK),
+            bash("python3 attack.py"),
+        ]));
+    }
+    turns.push(turn(vec![
+        write_file("a.txt", "done\n"),
+        write_file("features.json", &one(true)),
+    ]));
+    turns.push(turn(vec![bash(
+        "echo note >> progress.md && git add -A && git commit -qm work",
+    )]));
+    turns.push(done("done"));
+    Value::Array(turns.into_iter().map(with_usage).collect())
+}
+
+/// Who runs longrun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum User {
+    Me,
+    /// uid/gid 65534 (only when the tests run as root).
+    Nobody,
+}
+
+pub fn users() -> Vec<User> {
+    if nix::unistd::getuid().is_root() {
+        vec![User::Me, User::Nobody]
+    } else {
+        vec![User::Me]
+    }
+}
+
+/// A project of `env` run as `user`: longrun and git, with the env's files
+/// owned by that user.
+pub struct As<'a> {
+    pub env: &'a Env,
+    pub user: User,
+}
+
+impl As<'_> {
+    pub fn new(env: &Env, user: User) -> As<'_> {
+        std::fs::create_dir_all(env.path("home")).unwrap();
+        As { env, user }
+    }
+
+    /// Give the env's files to the user (after writing them as root).
+    fn hand_over(&self) {
+        if self.user == User::Nobody {
+            let st = Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(self.env.root.path())
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+    }
+
+    fn command(&self, program: &str) -> Command {
+        self.hand_over();
+        let mut cmd = match self.user {
+            User::Me => Command::new(program),
+            User::Nobody => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+                c
+            }
+        };
+        cmd.current_dir(self.env.root.path())
+            .env_remove("LONGRUN_MODEL")
+            .env_remove("RUST_LOG")
+            .env_remove("LONGRUN_FAILPOINT")
+            .env("HOME", self.env.path("home"))
+            // The system's tools only: the tests' own toolchain shims live
+            // in a home the sessions are not given.
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        cmd
+    }
+
+    pub fn longrun(&self) -> Command {
+        self.command(env!("CARGO_BIN_EXE_longrun"))
+    }
+
+    pub fn init(&self, model: &str) -> Output {
+        let spec = self.env.write("spec.md", SPEC);
+        self.longrun()
+            .args(["init", spec.to_str().unwrap(), "--dir"])
+            .arg(self.env.project())
+            .args(["--model", model])
+            .output()
+            .unwrap()
+    }
+
+    pub fn continue_run(&self, model: &str, extra_env: &[(&str, &str)]) -> Output {
+        self.longrun()
+            .args(["continue", "--sessions", "1", "--model", model, "--dir"])
+            .arg(self.env.project())
+            .envs(extra_env.iter().copied())
+            .output()
+            .unwrap()
+    }
+
+    /// `git` in the project (any owner), stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(self.env.project())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The message of main's last commit.
+    pub fn last_message(&self) -> String {
+        self.git(&["log", "-1", "--format=%B", "main"])
+    }
+}
+
+/// The values of trailer `key` in `message`.
+pub fn trailers<'a>(message: &'a str, key: &str) -> Vec<&'a str> {
+    let prefix = format!("{key}: ");
+    message
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix.as_str()))
+        .collect()
+}
+
+fn transcript_of(env: &Env, n: u32) -> Vec<Value> {
+    env.transcript(n)
+}
+
+/// The first tool result sent to the model that holds `needle`.
+pub fn tool_result(t: &[Value], needle: &str) -> String {
+    t.iter()
+        .filter(|e| e["type"] == "request")
+        .flat_map(|e| {
+            e["request"]["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .find(|c| c.contains(needle))
+        .unwrap_or_else(|| panic!("no tool result holds {needle:?}: {t:#?}"))
+}
+
+fn sum_usage(t: &[Value], key: &str) -> u64 {
+    t.iter()
+        .filter(|e| e["type"] == "response")
+        .map(|e| e["response"]["usage"][key].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// Init (accepted) and one worker session scripted as `w`, run as `user`.
+fn run_one<'a>(
+    env: &'a Env,
+    user: User,
+    w: Value,
+    toml: Option<&str>,
+    failpoint: Option<&str>,
+) -> As<'a> {
+    let who = As::new(env, user);
+    if let Some(toml) = toml {
+        std::fs::create_dir_all(env.project()).unwrap();
+        std::fs::write(env.project().join("longrun.toml"), toml).unwrap();
+    }
+    let init: Vec<Value> = initializer(&one(false))
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(with_usage)
+        .collect();
+    let model = env.model(json!({"1": init, "2": w}));
+    let o = who.init(&model);
+    assert!(o.status.success(), "{user:?}: {}", text(&o));
+    let fp = failpoint.map(|f| ("LONGRUN_FAILPOINT", f));
+    let o = who.continue_run(&model, fp.as_slice());
+    assert!(
+        o.status.code().is_some(),
+        "{user:?}: continue crashed: {}",
+        text(&o)
+    );
+    who
+}
+
+#[test]
+fn a_tool_cannot_reach_the_broker_socket_and_the_record_is_the_orchestrators() {
+    for user in users() {
+        for attack in [false, true] {
+            let env = Env::new();
+            let who = run_one(&env, user, worker(attack), None, None);
+            let message = who.last_message();
+            let at = format!("{user:?}, attack {attack}");
+            // The control and the attacked session alike: accepted.
+            assert_eq!(
+                trailers(&message, "Longrun-Verdict"),
+                ["accepted"],
+                "{at}: {message}"
+            );
+            let t = transcript_of(&env, 2);
+            let requests = t.iter().filter(|e| e["type"] == "request").count() as u64;
+            let turns = if attack { 4 } else { 3 };
+            assert_eq!(requests, turns, "{at}: the worker's requests only");
+            // Steps and tokens: what the orchestrator brokered.
+            assert_eq!(trailers(&message, "Longrun-Steps"), [turns.to_string()]);
+            assert_eq!(sum_usage(&t, "input_tokens"), turns * IN, "{at}");
+            assert_eq!(
+                trailers(&message, "Longrun-Tokens-In"),
+                [(turns * IN).to_string()],
+                "{at}"
+            );
+            assert_eq!(
+                trailers(&message, "Longrun-Tokens-Out"),
+                [(turns * OUT).to_string()],
+                "{at}"
+            );
+            let all = serde_json::to_string(&t).unwrap();
+            assert!(!message.contains("FORGED"), "{at}: {message}");
+            assert!(
+                !t.iter()
+                    .any(|e| e["type"] == "request" && e["request"]["system"] == "FORGED-REQUEST"),
+                "{at}: a forged request was brokered"
+            );
+            let sandbox_events = t
+                .iter()
+                .filter(|e| e["type"] == "event" && e["event"]["kind"] == "sandbox")
+                .count();
+            assert_eq!(sandbox_events, 1, "{at}");
+            assert!(
+                !all.contains("protocol_violation"),
+                "{at}: nothing of the tool's reached the orchestrator"
+            );
+            assert!(
+                trailers(&message, "Longrun-Sandbox")
+                    .iter()
+                    .all(|l| !l.contains("FORGED")),
+                "{at}"
+            );
+            if attack {
+                // What the tool saw: every way refused.
+                let result = tool_result(&t, "fd3: ");
+                // (Listing the worker's descriptor numbers is harmless; as
+                // root the non-dumpable worker's /proc entries are root's.)
+                assert_eq!(
+                    result.matches("fd3: refused 9").count(),
+                    7,
+                    "{at}: {result}"
+                );
+                assert!(result.contains("proc fd 3: refused"), "{at}: {result}");
+                assert!(result.contains("pidfd_getfd 3: refused"), "{at}: {result}");
+                assert!(!result.contains("WROTE"), "{at}: {result}");
+            }
+        }
+    }
+}
+
+/// A worker that acts as a compromised one would (fault injection: it
+/// believes it has seven times its budget) is held to the session's budget
+/// by the orchestrator: stopped, `incomplete` with the reason, and the
+/// trailers count what was brokered.
+#[test]
+fn a_worker_spending_seven_times_its_budget_is_stopped_by_the_orchestrator() {
+    for user in users() {
+        for (name, toml, limit_words) in [
+            (
+                "steps",
+                "[budget]\nsteps = 3\n",
+                "step limit of 3 model requests",
+            ),
+            (
+                "tokens",
+                "[budget]\ninput_tokens = 250\n",
+                "input-token limit of 250 (300 used)",
+            ),
+        ] {
+            // A worker that never stops on its own: seven times the turns.
+            let mut turns: Vec<Value> = (0..20)
+                .map(|i| turn(vec![bash(&format!("echo step {i}"))]))
+                .collect();
+            turns.push(turn(vec![
+                write_file("a.txt", "done\n"),
+                write_file("features.json", &one(true)),
+            ]));
+            turns.push(turn(vec![bash(
+                "echo note >> progress.md && git add -A && git commit -qm work",
+            )]));
+            turns.push(done("done"));
+            let w = Value::Array(turns.into_iter().map(with_usage).collect());
+            let env = Env::new();
+            let who = run_one(&env, user, w, Some(toml), Some("worker-overspends:2"));
+            let at = format!("{user:?}, {name}");
+            let message = who.last_message();
+            assert_eq!(
+                trailers(&message, "Longrun-Verdict"),
+                ["incomplete"],
+                "{at}: {message}"
+            );
+            let reasons = trailers(&message, "Longrun-Reason").join("\n");
+            assert!(
+                reasons.contains(&format!(
+                    "budget: {limit_words} reached, counted by the orchestrator"
+                )),
+                "{at}: {reasons}"
+            );
+            let t = transcript_of(&env, 2);
+            let requests = t.iter().filter(|e| e["type"] == "request").count() as u64;
+            assert_eq!(requests, 3, "{at}: brokered past the budget");
+            assert_eq!(trailers(&message, "Longrun-Steps"), ["3"], "{at}");
+            assert_eq!(
+                trailers(&message, "Longrun-Tokens-In"),
+                [(3 * IN).to_string()],
+                "{at}"
+            );
+            // The worker's work is kept, not merged.
+            assert!(who
+                .git(&["show", "main:features.json"])
+                .contains("\"passes\": false"));
+        }
+    }
+}
+
+/// A worker that breaks the protocol (fault injection: a malformed line, a
+/// line that is not UTF-8, a second sandbox report forging a layer) is not
+/// believed and not fatal: each violation is in the transcript, the forged
+/// layer is in no trailer, and the honest work is accepted.
+#[test]
+fn protocol_violations_are_recorded_not_believed_and_not_fatal() {
+    let env = Env::new();
+    let who = run_one(&env, User::Me, worker(false), None, Some("worker-forges:2"));
+    let message = who.last_message();
+    assert_eq!(
+        trailers(&message, "Longrun-Verdict"),
+        ["accepted"],
+        "{message}"
+    );
+    assert!(!message.contains("FORGED"), "{message}");
+    assert!(
+        trailers(&message, "Longrun-Sandbox")
+            .iter()
+            .any(|l| l.starts_with("landlock:")),
+        "{message}"
+    );
+    let t = transcript_of(&env, 2);
+    let violations: Vec<String> = t
+        .iter()
+        .filter(|e| e["type"] == "protocol_violation")
+        .map(|e| e["what"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(violations.len(), 3, "{violations:#?}");
+    assert!(violations[0].contains("malformed"), "{violations:#?}");
+    assert!(violations[1].contains("malformed"), "{violations:#?}");
+    assert!(
+        violations[2].contains("sandbox report after the worker's first message"),
+        "{violations:#?}"
+    );
+    let log = std::fs::read_to_string(env.project().join(".longrun/longrun.log")).unwrap();
+    assert!(log.contains("broker protocol violation"), "{log}");
+}
+
+/// init.sh, which the worker runs before the first model call through the
+/// same spawn as a bash call, does not hold the broker socket either.
+#[test]
+fn init_sh_does_not_hold_the_broker_socket() {
+    let env = Env::new();
+    let who = As::new(&env, User::Me);
+    let init =
+        "#!/usr/bin/env bash\n(echo x >&3) 2>/dev/null && echo INIT-HELD-FD3 || echo init-no-fd3\n";
+    let first = json!([
+        turn(vec![
+            write_file("features.json", &one(false)),
+            write_file("init.sh", init),
+            write_file("progress.md", "# Progress\n"),
+        ]),
+        turn(vec![bash(
+            "chmod +x init.sh && git add -A && git commit -qm init"
+        )]),
+        done("initialized"),
+    ]);
+    let model = env.model(json!({"1": first, "2": worker(false)}));
+    let o = who.init(&model);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = who.continue_run(&model, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        trailers(&who.last_message(), "Longrun-Verdict"),
+        ["accepted"]
+    );
+    let t = serde_json::to_string(&env.transcript(2)).unwrap();
+    assert!(t.contains("init-no-fd3"), "{t}");
+    assert!(!t.contains("INIT-HELD-FD3"), "{t}");
+}
