@@ -274,6 +274,22 @@ pub enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Export a session's work (started confined by the orchestrator after the worker).
+    #[command(name = "__export", hide = true)]
+    Export {
+        /// The session's sandbox spec, as JSON.
+        #[arg(long)]
+        spec: String,
+        /// The commit the session started from.
+        #[arg(long)]
+        base: String,
+        /// Bytes of pack the orchestrator keeps at most.
+        #[arg(long)]
+        max_bytes: u64,
+        /// Uncommitted files larger than this are left out of the WIP commit.
+        #[arg(long)]
+        max_file_bytes: u64,
+    },
     /// Confine this process as SPEC says, then exec the command.
     #[command(name = "__exec", hide = true)]
     Exec {

@@ -86,6 +86,21 @@ pub struct SandboxSection {
     /// Extra paths the session may write.
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// MiB a session's workspace may hold when its worker ends; over it the
+    /// session fails. Its exported work (the kept ref) is capped at the same size.
+    #[serde(default = "default_max_workspace_mb")]
+    pub max_workspace_mb: u64,
+    /// MiB of one uncommitted file the WIP commit keeps; larger ones are left
+    /// out of the kept work, and the verdict says which.
+    #[serde(default = "default_max_file_mb")]
+    pub max_file_mb: u64,
+}
+
+fn default_max_workspace_mb() -> u64 {
+    4096
+}
+fn default_max_file_mb() -> u64 {
+    100
 }
 
 fn default_profile() -> String {
@@ -98,6 +113,8 @@ impl Default for SandboxSection {
             profile: default_profile(),
             read_only: Vec::new(),
             writable: Vec::new(),
+            max_workspace_mb: default_max_workspace_mb(),
+            max_file_mb: default_max_file_mb(),
         }
     }
 }
@@ -185,6 +202,10 @@ pub struct RunSection {
     /// Stop `continue` after this many sessions in a row end without acceptance.
     #[serde(default = "default_max_failures")]
     pub max_consecutive_failures: u32,
+    /// How many of the latest sessions keep their workspace, tmp and home
+    /// after the verdict, for debugging (the transcript always stays).
+    #[serde(default)]
+    pub keep_sessions: u32,
 }
 
 fn default_grace() -> u64 {
@@ -212,6 +233,7 @@ impl Default for RunSection {
             grace_secs: default_grace(),
             regressions_every: default_regressions_every(),
             max_consecutive_failures: default_max_failures(),
+            keep_sessions: 0,
         }
     }
 }

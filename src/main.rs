@@ -11,6 +11,18 @@ fn main() -> ExitCode {
     // so they run before the async runtime is built.
     match cli.command {
         Command::Worker { config } => return longrun::confined::run_worker(&config),
+        Command::Export {
+            spec,
+            base,
+            max_bytes,
+            max_file_bytes,
+        } => {
+            let caps = longrun::confined::ExportCaps {
+                max_bytes,
+                max_file_bytes,
+            };
+            return longrun::confined::run_export(&spec, &base, caps);
+        }
         Command::Exec { spec, argv } => return longrun::sandbox::exec_confined(&spec, &argv),
         Command::Completions { shell } => return print_bytes(&longrun::view::completions(shell)),
         Command::Man { command, out } => return man(command.as_deref(), out.as_deref()),
@@ -180,6 +192,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             Ok(Outcome::Exit(verdict.exit_code()))
         }
         Command::Worker { .. }
+        | Command::Export { .. }
         | Command::Exec { .. }
         | Command::Completions { .. }
         | Command::Man { .. }

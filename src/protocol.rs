@@ -60,3 +60,18 @@ pub struct WorkerConfig {
 fn default_check_timeout() -> u64 {
     600
 }
+
+/// What `longrun __export` writes before the pack of a session's work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportHeader {
+    /// The session's HEAD after the WIP commit, if one was made.
+    pub head: String,
+    /// Uncommitted changes were committed as WIP.
+    pub wip: bool,
+    /// Uncommitted files left out of the WIP commit for their size, with it.
+    #[serde(default)]
+    pub dropped: Vec<String>,
+}
+
+/// The exit status of `__export` when the pack is over its byte cap.
+pub const EXPORT_OVER_CAP: u8 = 3;

@@ -11,6 +11,7 @@ mod budget;
 mod checks;
 mod context;
 mod edit_check;
+mod export;
 mod loops;
 mod prompt;
 mod skills;
@@ -23,4 +24,5 @@ mod worker;
 
 pub use agent::{AgentLoop, Harness, Outcome};
 pub use budget::Budget;
+pub use export::{run_export, ExportCaps};
 pub use worker::run_worker;

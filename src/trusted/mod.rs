@@ -8,6 +8,7 @@ mod demo;
 mod failpoint;
 mod history;
 mod in_progress;
+mod import;
 mod init;
 mod lock;
 mod notify;
@@ -26,6 +27,7 @@ pub mod state;
 mod status;
 pub mod transcript;
 mod verify;
+mod workspace;
 
 pub use crate::schema::Verdict;
 pub use control::{retry, stop};

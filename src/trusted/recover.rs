@@ -9,8 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::record::{self, Record};
-use super::session::session_dir;
-use super::verify::collect_work;
+use super::session::{sandbox_spec, session_dir};
 use super::{History, Project, Reporter, Verdict};
 use crate::model::Usage;
 use crate::protocol::WorkerConfig;
@@ -56,9 +55,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
             steps += 1;
         }
     }
-    let work = dir.join("work");
-    let kept =
-        git2::Repository::open(&work).is_ok() && collect_work(project, &work, number).is_ok();
+    let kept = keep_work(project, &dir, number, &entries);
     let mut reasons = vec![
         "interrupted: the orchestrator stopped (crash, kill or power loss) before recording a verdict".to_string(),
     ];
@@ -92,8 +89,53 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
     reporter.line(&format!(
         "recovered session {number}: recorded as {verdict}"
     ));
-    let _ = std::fs::remove_dir_all(dir.join("verify"));
+    super::session::remove_work_files(&dir);
     Ok(())
+}
+
+/// Keep the session's work at its ref: already there when the crash came
+/// after the import, else exported (confined) from its workspace now.
+fn keep_work(project: &Project, dir: &Path, number: u32, entries: &[Entry]) -> bool {
+    if project
+        .repo
+        .refname_to_id(&record::work_ref(number))
+        .is_ok()
+    {
+        return true;
+    }
+    let work = dir.join("work");
+    if !std::fs::symlink_metadata(&work).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    let base = entries
+        .iter()
+        .find_map(|e| match e {
+            Entry::SessionStarted { base, .. } => git2::Oid::from_str(base).ok(),
+            _ => None,
+        })
+        .or_else(|| {
+            crate::trusted::repo::main_head(&project.repo)
+                .ok()
+                .flatten()
+        })
+        .unwrap_or(git2::Oid::zero());
+    let spec = sandbox_spec(
+        project,
+        &work,
+        &dir.join("tmp"),
+        &dir.join("home"),
+        Vec::new(),
+    );
+    for d in [&spec.tmp, &spec.home] {
+        let _ = std::fs::create_dir_all(d);
+    }
+    match super::import::import_work(project, dir, &spec, base, number) {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!("session {number}: its work could not be kept: {e:#}");
+            false
+        }
+    }
 }
 
 /// Role, feature and model of a session, from its worker.json or transcript.
@@ -119,20 +161,42 @@ fn describe(config: Option<&WorkerConfig>, entries: &[Entry]) -> (String, Option
 }
 
 /// End every process the session left: its worker's process group and
-/// anything still in the worker's session (tools and what they started).
+/// anything still in the worker's session (tools and what they started) —
+/// but only when the pid in `worker.pid` is still that worker, proved by
+/// the start time the orchestrator recorded beside it. A pid alone may have
+/// been reused by an unrelated process since.
 fn end_leftovers(dir: &Path) {
-    let Some(pid) = std::fs::read_to_string(dir.join("worker.pid"))
-        .ok()
-        .and_then(|p| p.trim().parse::<i32>().ok())
-    else {
+    let read = |name: &str| -> Option<String> {
+        std::fs::read_to_string(dir.join(name))
+            .ok()
+            .map(|t| t.trim().to_string())
+    };
+    let Some(pid) = read("worker.pid").and_then(|p| p.parse::<i32>().ok()) else {
         return;
     };
+    let Some(recorded) = read(START_FILE).and_then(|t| t.parse::<u64>().ok()) else {
+        return;
+    };
+    if pid <= 1 || start_time(pid) != Some(recorded) {
+        return;
+    }
     for leftover in processes_in_session(pid) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(leftover),
             nix::sys::signal::Signal::SIGKILL,
         );
     }
+}
+
+/// Beside `worker.pid` in the session directory: the worker's start time.
+pub const START_FILE: &str = "worker.start";
+
+/// When process `pid` started, in clock ticks after boot (field 22 of /proc/PID/stat).
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; fields resume after its last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Pids whose session id is `sid` (field 6 of /proc/PID/stat).

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use git2::{build::CheckoutBuilder, BranchType, IndexAddOption, Oid, Repository, Signature};
+use git2::{BranchType, Oid, Repository, Signature};
 
-pub use crate::git::{changed_paths, descends_from, dirty_paths, file_mode_at, head, read_file_at};
+pub use crate::git::{changed_paths, descends_from, dirty_paths, file_mode_at, read_file_at};
 
 pub const MAIN: &str = "main";
 pub const MAIN_REF: &str = "refs/heads/main";
@@ -62,6 +62,28 @@ pub fn ensure_excluded(repo: &Repository, pattern: &str) -> anyhow::Result<()> {
     crate::fsutil::write_atomic(&path, text.as_bytes())
 }
 
+/// Make merges ignore the repository's own merge attributes: a committed
+/// `.gitattributes` (say `features.json merge=union`) must not choose how a
+/// session's work is merged. `.git/info/attributes` comes before every
+/// in-tree file, its last matching line wins, and `merge=text` is the
+/// default line merge.
+pub fn ensure_plain_merges(repo: &Repository) -> anyhow::Result<()> {
+    const LINE: &str = "* merge=text";
+    let path = repo.path().join("info").join("attributes");
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    if current.lines().last().map(str::trim) == Some(LINE) {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for l in current.lines().filter(|l| l.trim() != LINE) {
+        text.push_str(l);
+        text.push('\n');
+    }
+    text.push_str(LINE);
+    text.push('\n');
+    crate::fsutil::write_atomic(&path, text.as_bytes())
+}
+
 /// The commit `main` points at, if any.
 pub fn main_head(repo: &Repository) -> anyhow::Result<Option<Oid>> {
     match repo.find_branch(MAIN, BranchType::Local) {
@@ -90,71 +112,6 @@ pub fn commit_paths(repo: &Repository, paths: &[&str], message: &str) -> anyhow:
     if repo.head_detached().unwrap_or(false) || repo.head().is_err() {
         repo.set_head(MAIN_REF)?;
     }
-    Ok(oid)
-}
-
-/// A local clone of `source`'s main branch at `dest`, objects hard-linked where possible.
-pub fn clone_main(source: &Path, dest: &Path) -> anyhow::Result<Repository> {
-    let url = source
-        .canonicalize()
-        .unwrap_or_else(|_| source.to_path_buf());
-    let mut builder = git2::build::RepoBuilder::new();
-    builder
-        .branch(MAIN)
-        .clone_local(git2::build::CloneLocal::Local);
-    builder
-        .clone(&url.to_string_lossy(), dest)
-        .with_context(|| {
-            format!(
-                "failed to clone {} into {}",
-                source.display(),
-                dest.display()
-            )
-        })
-}
-
-/// Check out `oid` detached in a fresh clone at `dest`, for verification.
-pub fn checkout_commit(source: &Path, dest: &Path, oid: Oid) -> anyhow::Result<()> {
-    let repo = clone_main(source, dest)?;
-    let commit = repo
-        .find_commit(oid)
-        .with_context(|| format!("commit {oid} is not in {}", source.display()))?;
-    repo.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))?;
-    repo.set_head_detached(oid)?;
-    Ok(())
-}
-
-/// Commit whatever the session left uncommitted in its clone, as WIP. Returns the new HEAD
-/// when there was something to commit.
-pub fn commit_wip(work: &Repository, message: &str) -> anyhow::Result<Option<Oid>> {
-    if dirty_paths(work)?.is_empty() {
-        return Ok(None);
-    }
-    let mut index = work.index()?;
-    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
-    index.write()?;
-    let tree = work.find_tree(index.write_tree()?)?;
-    let parent = head(work).map(|oid| work.find_commit(oid)).transpose()?;
-    let parents: Vec<&git2::Commit> = parent.iter().collect();
-    let sig = signature()?;
-    let oid = work.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?;
-    Ok(Some(oid))
-}
-
-/// Bring `work`'s HEAD into `repo` as `refname`; returns the commit.
-pub fn fetch_head(repo: &Repository, work_dir: &Path, refname: &str) -> anyhow::Result<Oid> {
-    let url = work_dir.to_string_lossy().to_string();
-    let mut remote = repo.remote_anonymous(&url)?;
-    remote
-        .fetch(&[format!("+HEAD:{refname}")], None, None)
-        .with_context(|| {
-            format!(
-                "failed to fetch the session's work from {}",
-                work_dir.display()
-            )
-        })?;
-    let oid = repo.refname_to_id(refname)?;
     Ok(oid)
 }
 

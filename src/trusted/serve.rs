@@ -141,6 +141,13 @@ pub async fn serve(
     drop(theirs);
     let pid = child.id().map(|p| p as i32);
     if let Some(pid) = pid {
+        // The start time proves, after a crash, that the pid is still this worker.
+        if let Some(start) = super::recover::start_time(pid) {
+            let _ = std::fs::write(
+                launch.session_dir.join(super::recover::START_FILE),
+                start.to_string(),
+            );
+        }
         let _ = std::fs::write(launch.session_dir.join("worker.pid"), pid.to_string());
     }
     ours.set_nonblocking(true)?;

@@ -1,6 +1,7 @@
 //! One session's lifecycle, from the orchestrator's side: prepare its
-//! directory and clone, start the confined worker, broker its model calls,
-//! verify its work and record the verdict on main.
+//! directory and workspace, start the confined worker, broker its model
+//! calls, import and verify its work, record the verdict on main, and
+//! remove what is no longer needed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use anyhow::Context;
 use super::record::{self, Record};
 use super::serve::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use super::verify::{self, CheckRun};
+use super::{import, workspace};
 use super::{Project, Reporter, Verdict};
 use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::{Feature, FeatureList};
@@ -57,7 +59,10 @@ pub fn sandbox_spec(
     home: &Path,
     keep_fds: Vec<i32>,
 ) -> SandboxSpec {
-    let mut read_only = vec![project.dir.clone()];
+    // The project's git data only (objects for the alternates, refs for
+    // earlier attempts): never the project directory, where `.longrun/`
+    // holds other sessions and the orchestrator's log.
+    let mut read_only = vec![project.repo.path().to_path_buf()];
     read_only.extend(project.config.sandbox.read_only.iter().cloned());
     SandboxSpec {
         profile: project.profile.clone(),
@@ -97,7 +102,7 @@ pub async fn run_session(
     }
     let base = repo::main_head(&project.repo)?.context("main has no commits")?;
     super::failpoint::hit("before-clone", plan.number);
-    repo::clone_main(&project.dir, &work)?;
+    workspace::make(project.repo.path(), &work, base, workspace::Head::Main)?;
     let mut transcript = Transcript::open(&dir.join("transcript.jsonl"))?;
     let model_name = provider.describe();
     let feature_id = plan.feature.as_ref().map(|f| f.id.clone());
@@ -127,52 +132,42 @@ pub async fn run_session(
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 
-    // Verification, from outside the session.
+    // Verification, from outside the session. Whatever the session's output
+    // breaks on the way is its verdict, `failed`, and the run goes on.
     super::failpoint::hit("verification", plan.number);
-    let collected = verify::collect_work(project, &work, plan.number)?;
+    let mut failures: Vec<String> = over_size(project, &work).into_iter().collect();
+    let imported = match import::import_work(project, &dir, &spec, base, plan.number) {
+        Ok(work) => Some(work),
+        Err(e) => {
+            failures.push(format!("the session's work could not be kept: {e:#}"));
+            None
+        }
+    };
     let mut reasons = Vec::new();
     // Verified merges go one at a time: checks run on what main would become.
     let _turn = merges.lock().await;
-    if run.stop != Stop::Interrupted {
-        reasons =
-            verify::rule_problems(project, plan.role, plan.feature.as_ref(), base, &collected)?;
-        let candidate = match repo::merge_candidate(&project.repo, collected.head)? {
-            Ok(oid) => Some(oid),
-            Err(paths) => {
-                reasons.push(format!(
-                    "merge conflict with main (which moved during the session) in {paths}"
-                ));
-                None
-            }
+    let verifiable = run.stop != Stop::Interrupted && failures.is_empty();
+    if let Some(work) = imported.as_ref().filter(|_| verifiable) {
+        let checked = Checked {
+            project,
+            plan: &plan,
+            dir: &dir,
+            base,
         };
-        if let (true, Some(candidate)) = (reasons.is_empty(), candidate) {
-            let place = verify::prepare_checkout(project, &dir, candidate)?;
-            let main_now = repo::main_head(&project.repo)?.unwrap_or(base);
-            let regressions =
-                verify::regressions_due(project, plan.number, main_now, plan.feature.as_ref());
-            let checks: Vec<CheckRun> = verify::run_checks(
-                project,
-                &place,
-                plan.role,
-                plan.feature.as_ref(),
-                &regressions,
-            )
-            .await?;
-            for c in &checks {
-                reporter.check(&c.name, c.passed);
-                transcript.append(&Entry::Check {
-                    name: c.name.clone(),
-                    command: c.command.clone(),
-                    passed: c.passed,
-                    output_tail: c.output_tail.clone(),
-                })?;
-                if !c.passed {
-                    reasons.push(check_failure(c));
-                }
-            }
+        match checked.verify(work, &mut transcript, reporter).await {
+            Ok(found) => reasons = found,
+            Err(e) => failures.push(format!("verification could not run on its work: {e:#}")),
         }
     }
-    let verdict = decide(&run, project.config.budget.wall_time_secs, &mut reasons);
+    let mut verdict = decide(&run, project.config.budget.wall_time_secs, &mut reasons);
+    if !failures.is_empty() {
+        if verdict == Verdict::Interrupted {
+            reasons.extend(failures);
+        } else {
+            verdict = Verdict::Failed;
+            reasons.splice(0..0, failures);
+        }
+    }
     let sandbox_layers = match &run.sandbox {
         Some(enforcement) => enforcement.trailer_lines(),
         None => vec![format!(
@@ -193,10 +188,11 @@ pub async fn run_session(
         steps: run.requests,
         duration_s: started.elapsed().as_secs(),
         sandbox: &sandbox_layers,
-        work_kept: true,
+        work_kept: imported.is_some(),
         loops: &run.loops,
     };
-    let (verdict, reasons, commit) = record::record(project, &rec, collected.head)?;
+    let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
+    let (verdict, reasons, commit) = record::record(project, &rec, head)?;
     super::failpoint::hit("after-record", plan.number);
     transcript.append(&Entry::Verdict {
         verdict: verdict.to_string(),
@@ -204,7 +200,7 @@ pub async fn run_session(
         commit: commit.to_string(),
     })?;
     reporter.verdict(plan.number, verdict.as_str(), &reasons, &commit.to_string());
-    let _ = std::fs::remove_dir_all(dir.join("verify"));
+    remove_session_files(project, plan.number);
     Ok(SessionOutcome {
         number: plan.number,
         feature: feature_id.clone(),
@@ -212,6 +208,168 @@ pub async fn run_session(
         reasons,
         fatal: run.fatal,
     })
+}
+
+/// The reason a session fails when its workspace is over the size cap.
+fn over_size(project: &Project, work: &Path) -> Option<String> {
+    let cap_mb = project.config.sandbox.max_workspace_mb;
+    let cap = cap_mb.saturating_mul(1 << 20);
+    match crate::fsutil::tree_size(work, cap) {
+        Ok(size) if size > cap => Some(format!(
+            "its workspace holds over {cap_mb} MiB, the cap ([sandbox] max_workspace_mb)"
+        )),
+        Ok(_) => None,
+        Err(e) => Some(format!("its workspace could not be measured: {e:#}")),
+    }
+}
+
+/// After the verdict: the session's workspace, its checkout, tmp and home
+/// go (its work is at its ref); the transcript, worker.json and worker.log
+/// stay. `[run] keep_sessions = N` keeps the last N sessions' files whole.
+fn remove_session_files(project: &Project, number: u32) {
+    let keep = project.config.run.keep_sessions;
+    let recorded: Vec<u32> = match project.history() {
+        Ok(h) => h.sessions.iter().map(|s| s.session).collect(),
+        Err(_) => vec![number],
+    };
+    let newest = recorded.iter().copied().max().unwrap_or(number).max(number);
+    for n in state::session_dir_numbers(&project.dir) {
+        let recorded_now = n == number || recorded.contains(&n);
+        if recorded_now && newest.saturating_sub(n) >= keep {
+            remove_work_files(&session_dir(project, n));
+        }
+    }
+}
+
+/// Remove what a session's files beside its record take: see [`remove_session_files`].
+pub fn remove_work_files(dir: &Path) {
+    for name in ["work", "work.left", "tmp", "home", "verify", "export.log"] {
+        if let Err(e) = crate::fsutil::remove_tree(&dir.join(name)) {
+            tracing::warn!("{e:#}");
+        }
+    }
+}
+
+/// Verification of one session's imported work.
+struct Checked<'a> {
+    project: &'a Project,
+    plan: &'a SessionPlan,
+    dir: &'a Path,
+    base: git2::Oid,
+}
+
+impl Checked<'_> {
+    /// The rules on the commits, the merge with main as it is now, the
+    /// candidate's own rules, then the checks on the candidate. The reasons
+    /// it is not accepted; an error is the session's failure.
+    async fn verify(
+        &self,
+        work: &import::Imported,
+        transcript: &mut Transcript,
+        reporter: &Reporter,
+    ) -> anyhow::Result<Vec<String>> {
+        let (project, plan) = (self.project, self.plan);
+        let collected = verify::Work {
+            head: work.head,
+            wip: work.wip,
+        };
+        let mut reasons = verify::rule_problems(
+            project,
+            plan.role,
+            plan.feature.as_ref(),
+            self.base,
+            &collected,
+        )?;
+        reasons.extend(work.dropped_note());
+        repo::ensure_plain_merges(&project.repo)?;
+        let candidate = match repo::merge_candidate(&project.repo, work.head)? {
+            Ok(oid) => oid,
+            Err(paths) => {
+                reasons.push(format!(
+                    "merge conflict with main (which moved during the session) in {paths}"
+                ));
+                return Ok(reasons);
+            }
+        };
+        if !reasons.is_empty() {
+            return Ok(reasons);
+        }
+        let main_now = repo::main_head(&project.repo)?.unwrap_or(self.base);
+        reasons.extend(self.candidate_problems(main_now, work.head, candidate)?);
+        if !reasons.is_empty() {
+            return Ok(reasons);
+        }
+        let place = verify::prepare_checkout(project, self.dir, candidate)?;
+        let regressions =
+            verify::regressions_due(project, plan.number, main_now, plan.feature.as_ref());
+        let checks: Vec<CheckRun> = verify::run_checks(
+            project,
+            &place,
+            plan.role,
+            plan.feature.as_ref(),
+            &regressions,
+        )
+        .await?;
+        for c in &checks {
+            reporter.check(&c.name, c.passed);
+            transcript.append(&Entry::Check {
+                name: c.name.clone(),
+                command: c.command.clone(),
+                passed: c.passed,
+                output_tail: c.output_tail.clone(),
+            })?;
+            if !c.passed {
+                reasons.push(check_failure(c));
+            }
+        }
+        Ok(reasons)
+    }
+
+    /// What main would become must itself meet the rules: when the merge
+    /// with a main that moved changed the tree (attributes ignored), its
+    /// features.json is checked again against main as it is now; and a
+    /// worker must leave an executable init.sh, which every session runs first.
+    fn candidate_problems(
+        &self,
+        main_now: git2::Oid,
+        head: git2::Oid,
+        candidate: git2::Oid,
+    ) -> anyhow::Result<Vec<String>> {
+        let repo = &self.project.repo;
+        let mut problems = Vec::new();
+        if self.plan.role == Role::Worker {
+            let mode = repo::file_mode_at(repo, candidate, "init.sh")?;
+            if mode.is_none_or(|m| m & 0o111 == 0) {
+                problems.push(
+                    "init.sh is missing or not executable in what main would become; every session runs it first"
+                        .to_string(),
+                );
+            }
+        }
+        if candidate == head {
+            return Ok(problems);
+        }
+        let found = match self.plan.role {
+            Role::Initializer => {
+                crate::rules::initializer_problems(repo, Some(main_now), candidate)?
+            }
+            Role::Worker => {
+                let id = self
+                    .plan
+                    .feature
+                    .as_ref()
+                    .map(|f| f.id.as_str())
+                    .unwrap_or("");
+                crate::rules::worker_problems(repo, main_now, candidate, id)?
+            }
+        };
+        problems.extend(
+            found
+                .into_iter()
+                .map(|p| format!("after the merge with main: {p}")),
+        );
+        Ok(problems)
+    }
 }
 
 /// The reason a failed check gives; a regression names the feature it broke.
@@ -257,7 +415,7 @@ fn earlier_attempts(project: &Project, feature: Option<&Feature>) -> anyhow::Res
                     "session {} was {} ({why}); its work: `git fetch {} {r} && git log -p HEAD..FETCH_HEAD`",
                     s.session,
                     s.verdict,
-                    project.dir.display()
+                    project.repo.path().display()
                 ),
                 None => format!("session {} was {} ({why})", s.session, s.verdict),
             }

@@ -8,10 +8,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use git2::{Oid, Repository};
+use anyhow::Context;
+use git2::Oid;
 use serde::{Deserialize, Serialize};
 
-use super::record::work_ref;
 use super::repo;
 use super::Project;
 use crate::features::{self, Feature, FeatureList};
@@ -65,18 +65,6 @@ pub struct Work {
     pub wip: bool,
 }
 
-/// Commit leftovers as WIP and fetch the session's HEAD to `refs/longrun/sessions/NNNN`.
-pub fn collect_work(project: &Project, work_dir: &Path, number: u32) -> anyhow::Result<Work> {
-    let work = Repository::open(work_dir)?;
-    let wip = repo::commit_wip(
-        &work,
-        &format!("longrun: WIP left uncommitted by session {number}"),
-    )?
-    .is_some();
-    let head = repo::fetch_head(&project.repo, work_dir, &work_ref(number))?;
-    Ok(Work { head, wip })
-}
-
 /// The rules on the commits themselves: descent, features.json, protected paths.
 pub fn rule_problems(
     project: &Project,
@@ -121,21 +109,33 @@ pub struct CheckPlace {
     pub spec: SandboxSpec,
 }
 
-/// Check out `head` fresh under `session_dir/verify` and build its sandbox spec.
+/// Materialise `candidate` (what main would become) for the checks, at the
+/// same path as the worker's workspace: the worker's `work/` is moved aside
+/// to `work.left/` (removed after the verdict), and a fresh `work/` is
+/// written from the project's objects. The checks get a fresh tmp and home.
 pub fn prepare_checkout(
     project: &Project,
     session_dir: &Path,
-    head: Oid,
+    candidate: Oid,
 ) -> anyhow::Result<CheckPlace> {
-    let root = session_dir.join("verify");
-    if root.exists() {
-        std::fs::remove_dir_all(&root)?;
+    let dir = session_dir.join("work");
+    let left = session_dir.join("work.left");
+    crate::fsutil::remove_tree(&left)?;
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        std::fs::rename(&dir, &left)
+            .with_context(|| format!("failed to move {} aside", dir.display()))?;
     }
-    let dir = root.join("work");
+    super::workspace::make(
+        project.repo.path(),
+        &dir,
+        candidate,
+        super::workspace::Head::Detached,
+    )?;
+    let root = session_dir.join("verify");
+    crate::fsutil::remove_tree(&root)?;
     let (tmp, home) = (root.join("tmp"), root.join("home"));
     std::fs::create_dir_all(&tmp)?;
     std::fs::create_dir_all(&home)?;
-    repo::checkout_commit(&project.dir, &dir, head)?;
     let spec = super::session::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
     Ok(CheckPlace { dir, spec })
 }

@@ -46,6 +46,15 @@ fn a_denied_call_comes_back_to_the_model_as_blocked_by_policy() {
     );
     let model = env.model(json!({"1": initializer(&one_feature()), "2": work}));
     assert!(env.init("# hello\n", &model).status.success());
+    // The workspace stays after the verdict, to be looked into.
+    let toml_path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    std::fs::write(
+        &toml_path,
+        toml.replace("# keep_sessions = 0", "keep_sessions = 1"),
+    )
+    .unwrap();
+    env.git(&["commit", "-qam", "keep the last session's files"]);
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--model", &model]);
     assert!(out.status.success(), "{}", text(&out));
 
@@ -66,6 +75,10 @@ fn a_denied_call_comes_back_to_the_model_as_blocked_by_policy() {
         got[3]
     );
     let work_dir = env.project().join(".longrun/sessions/0002/work");
+    assert!(
+        work_dir.join(".git").is_dir(),
+        "keep_sessions kept no workspace"
+    );
     assert!(
         !work_dir.join("ran.txt").exists(),
         "a blocked command ran in part"

@@ -137,7 +137,8 @@ fn long_output_is_cut_for_the_model_and_saved_whole_in_the_session_tmp() {
     let toml = std::fs::read_to_string(&toml_path).unwrap();
     std::fs::write(
         &toml_path,
-        toml.replace("output_cap = 30000", "output_cap = 4000"),
+        toml.replace("output_cap = 30000", "output_cap = 4000")
+            .replace("# keep_sessions = 0", "keep_sessions = 1"),
     )
     .unwrap();
     env.git(&["commit", "-qam", "smaller tool output cap"]);

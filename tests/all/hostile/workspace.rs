@@ -36,16 +36,60 @@ fn honest(id: &str, done_before: &[&str], first: Vec<Value>) -> Value {
 
 /// A project whose initializer was accepted, the next sessions scripted as `workers` (2, 3, ...).
 fn project(workers: Vec<Value>) -> Env {
-    let env = Env::new();
+    project_with(initializer(&two()), workers, "")
+}
+
+/// A project initialized by `init` with `toml_extra` in its longrun.toml.
+fn project_with(init: Value, workers: Vec<Value>, toml_extra: &str) -> Env {
+    setup(Env::new(), init, workers, toml_extra)
+}
+
+/// [`project_with`] in `env`, for sessions that need its paths.
+fn setup(env: Env, init: Value, workers: Vec<Value>, toml_extra: &str) -> Env {
     let mut sessions = serde_json::Map::new();
-    sessions.insert("1".into(), initializer(&two()));
+    sessions.insert("1".into(), init);
     for (i, w) in workers.into_iter().enumerate() {
         sessions.insert((i + 2).to_string(), w);
     }
     let model = env.model(Value::Object(sessions));
+    // A hostile session is not held back by the permission rules (which
+    // guard against mistakes, not attacks): every command is allowed here.
+    let toml = format!(
+        "[model]\nprovider = \"scripted\"\nname = \"{}\"\n\n\
+         [permissions]\nunattended = \"allow\"\n\n{toml_extra}",
+        model.trim_start_matches("scripted:")
+    );
+    std::fs::create_dir_all(env.project()).unwrap();
+    std::fs::write(env.project().join("longrun.toml"), toml).unwrap();
     let out = env.init(SPEC, &model);
     assert!(out.status.success(), "{}", text(&out));
     env
+}
+
+/// A hostile session `n` ended `want` for `reason`, changing nothing on main but
+/// its verdict commit, and the next session's honest work on the same feature landed.
+fn assert_refused_then_control(env: &Env, before: &str, n: u64, want: &str, reason: &str) {
+    assert_verdict(env, n, want, reason);
+    assert_transcript_verdict(env, n as u32, want);
+    let after = env.git(&["rev-parse", "main~1"]);
+    // main moved by the control's merge only; the hostile session's commit is empty.
+    let hostile = env.git(&["log", "--format=%H", "--first-parent", "-2", "main"]);
+    let hostile = hostile.lines().nth(1).unwrap().to_string();
+    assert_eq!(
+        env.git(&["rev-parse", &format!("{hostile}^{{tree}}")]),
+        env.git(&["rev-parse", &format!("{before}^{{tree}}")]),
+        "the {want} session changed main's tree"
+    );
+    assert_eq!(after.trim(), hostile);
+    assert_verdict(env, n + 1, "accepted", "");
+    assert_eq!(env.on_main("a.txt").as_deref(), Some("done\n"));
+    let fsck = std::process::Command::new("git")
+        .arg("-C")
+        .arg(env.project())
+        .args(["fsck", "--full", "--no-dangling"])
+        .output()
+        .unwrap();
+    assert!(fsck.status.success(), "{}", text(&fsck));
 }
 
 fn run(env: &Env, sessions: u32) -> std::process::Output {
@@ -166,4 +210,450 @@ fn the_work_tree_sync_never_writes_through_a_symlink() {
         .unwrap()
         .file_type()
         .is_symlink());
+}
+
+// ---- The session's git metadata ----
+
+/// Turns that run `body` as a script (the permission rules, which are not a
+/// security layer, would ask about some of it on a command line).
+fn script(body: &str) -> Vec<Value> {
+    vec![
+        turn(vec![write_file("attack.sh", body)]),
+        turn(vec![bash("bash attack.sh; rm -f attack.sh")]),
+    ]
+}
+
+/// `turns`, then the end of the session: no honest work.
+fn hostile(turns: Vec<Value>) -> Value {
+    let mut turns = turns;
+    turns.push(done("done"));
+    Value::Array(turns)
+}
+
+/// Uncommitted work on `a` that looks finished: what a WIP commit would take.
+fn uncommitted_a() -> Value {
+    turn(vec![
+        write_file("a.txt", "done\n"),
+        write_file("features.json", &passing(&["a"])),
+    ])
+}
+
+/// Session 2 runs `attack` (made with the env's paths), session 3 is honest on `a`.
+fn attack_then_control(attack: impl Fn(&Env) -> Vec<Value>) -> (Env, String) {
+    let env = Env::new();
+    let attack = hostile(attack(&env));
+    let env = setup(
+        env,
+        initializer(&two()),
+        vec![attack, honest("a", &[], vec![])],
+        "",
+    );
+    let before = env.git(&["rev-parse", "main"]).trim().to_string();
+    let out = run(&env, 2);
+    assert!(out.status.success(), "{}", text(&out));
+    (env, before)
+}
+
+#[test]
+fn a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing() {
+    let (env, before) = attack_then_control(|env| {
+        let git = env.project().join(".git");
+        vec![
+            uncommitted_a(),
+            turn(vec![bash(&format!(
+                "rm -rf .git && printf 'gitdir: {}\\n' > .git",
+                git.display()
+            ))]),
+        ]
+    });
+    assert_refused_then_control(&env, &before, 2, "failed", "a .git file");
+    assert!(
+        !env.git(&["log", "--format=%s", "main"]).contains("WIP"),
+        "a WIP commit landed on main"
+    );
+    assert!(env
+        .git(&["for-each-ref", "refs/longrun/sessions/0002"])
+        .is_empty());
+}
+
+#[test]
+fn core_worktree_in_the_clone_fails_the_session() {
+    let (env, before) = attack_then_control(|_| {
+        vec![
+            uncommitted_a(),
+            turn(vec![bash("git config core.worktree /etc")]),
+        ]
+    });
+    assert_refused_then_control(&env, &before, 2, "failed", "core.worktree");
+    assert!(env
+        .git(&["for-each-ref", "refs/longrun/sessions/0002"])
+        .is_empty());
+}
+
+#[test]
+fn a_commondir_in_the_clone_fails_the_session() {
+    let (env, before) = attack_then_control(|env| {
+        vec![
+            uncommitted_a(),
+            turn(vec![bash(&format!(
+                "echo {} > .git/commondir",
+                env.project().join(".git").display()
+            ))]),
+        ]
+    });
+    assert_refused_then_control(&env, &before, 2, "failed", "commondir");
+}
+
+#[test]
+fn a_garbage_head_fails_the_session() {
+    let (env, before) = attack_then_control(|_| {
+        vec![
+            uncommitted_a(),
+            turn(vec![bash(
+                "git add -A && git commit -qm work && echo 'ref: refs/heads/../../x garbage' > .git/HEAD",
+            )]),
+        ]
+    });
+    assert_refused_then_control(&env, &before, 2, "failed", "could not be kept");
+}
+
+#[test]
+fn a_corrupt_object_fails_the_session() {
+    let (env, before) = attack_then_control(|_| {
+        vec![
+            uncommitted_a(),
+            turn(vec![bash(
+                "git add -A && git commit -qm work && h=$(git rev-parse HEAD) \
+                 && f=.git/objects/$(echo $h | cut -c1-2)/$(echo $h | cut -c3-) && chmod u+w $f && echo junk > $f",
+            )]),
+        ]
+    });
+    assert_refused_then_control(&env, &before, 2, "failed", "could not be kept");
+}
+
+/// Every file under the project's `.git/objects` with its contents.
+fn object_files(env: &Env) -> Vec<(String, Vec<u8>, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut dirs = vec![env.project().join(".git/objects")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push((
+                    p.display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                    meta.nlink(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session() {
+    let env = Env::new();
+    let rewrite = script(
+        "alt=$(cat .git/objects/info/alternates)
+         for f in $(find $alt -type f); do chmod u+w $f; printf junk > $f; done
+         ln $(find $alt -type f | head -1) .git/objects/hardlink
+         echo \"$alt\" > alternates.txt",
+    );
+    let env = setup(
+        env,
+        initializer(&two()),
+        vec![honest("a", &[], rewrite)],
+        "",
+    );
+    let objects = object_files(&env);
+    let out = run(&env, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    // The attack got nowhere, and the same session's honest work landed.
+    assert_verdict(&env, 2, "accepted", "");
+    let kept: Vec<_> = object_files(&env);
+    for (path, bytes, _) in &objects {
+        let now = kept.iter().find(|(p, _, _)| p == path);
+        assert_eq!(now.map(|(_, b, _)| b), Some(bytes), "{path} was rewritten");
+    }
+    for (path, _, links) in &kept {
+        assert_eq!(*links, 1, "{path} is hard-linked");
+    }
+    // The workspace shared the project's objects by alternates.
+    let alt = env
+        .on_main("alternates.txt")
+        .unwrap_or_else(|| panic!("{:#?}", env.transcript(2)));
+    assert!(alt.trim().ends_with(".git/objects"), "{alt}");
+    let fsck = std::process::Command::new("git")
+        .arg("-C")
+        .arg(env.project())
+        .args(["fsck", "--full"])
+        .output()
+        .unwrap();
+    assert!(fsck.status.success(), "{}", text(&fsck));
+}
+
+#[test]
+fn a_session_reads_only_the_projects_git_data_not_its_directory() {
+    let env = Env::new();
+    let p = env.project();
+    let body = format!(
+        "cat {p}/.longrun/longrun.log > leak-log.txt 2>&1
+         ls {p}/.longrun/sessions > leak-ls.txt 2>&1
+         cat {p}/.longrun/sessions/0001/transcript.jsonl > leak-t.txt 2>&1
+         cat {p}/SPEC.md > leak-spec.txt 2>&1
+         echo 1 > ../worker.pid 2> leak-w.txt
+         git fetch -q {p}/.git refs/heads/main && echo fetched > fetch.txt",
+        p = p.display()
+    );
+    let env = setup(
+        env,
+        initializer(&two()),
+        vec![honest("a", &[], script(&body))],
+        "",
+    );
+    let out = run(&env, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_verdict(&env, 2, "accepted", "");
+    for leak in ["leak-log.txt", "leak-ls.txt", "leak-t.txt", "leak-spec.txt"] {
+        // Nothing but the tools' own complaints.
+        let said = env.on_main(leak).unwrap_or_default();
+        assert!(
+            said.lines()
+                .all(|l| l.starts_with("cat: ") || l.starts_with("ls: ")),
+            "{leak}: {said}"
+        );
+    }
+    // The orchestrator's own files in the session directory are as it wrote them.
+    let pid = std::fs::read_to_string(p.join(".longrun/sessions/0002/worker.pid")).unwrap();
+    assert_ne!(pid.trim(), "1");
+    // Earlier attempts stay reachable: the project's git data is readable.
+    assert_eq!(env.on_main("fetch.txt").as_deref(), Some("fetched\n"));
+}
+
+// ---- A session cannot stop the run ----
+
+#[test]
+fn deleting_init_sh_is_refused_and_later_runs_still_start() {
+    let env = project(vec![
+        honest(
+            "a",
+            &[],
+            vec![turn(vec![bash("git rm -q init.sh && git commit -qm gone")])],
+        ),
+        honest("a", &[], vec![]),
+        honest("b", &["a"], vec![]),
+    ]);
+    let before = env.git(&["rev-parse", "main"]).trim().to_string();
+    let out = run(&env, 2);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_refused_then_control(&env, &before, 2, "rejected", "init.sh");
+    assert!(env.on_main("init.sh").is_some());
+    // The next run starts (its preflight needs init.sh on main) and lands b.
+    let out = run(&env, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_verdict(&env, 4, "accepted", "");
+}
+
+/// features.json with one feature per line, so that two sessions' flips touch adjacent lines.
+fn compact(a: bool, b: bool) -> String {
+    let one = |id: &str, passes: bool| {
+        json!({"id": id, "category": "functional", "description": format!("feature {id}"),
+               "steps": ["do it"], "check": format!("test -f {id}.txt"), "passes": passes})
+        .to_string()
+    };
+    format!(
+        "{{\"features\": [\n{},\n{}\n]}}\n",
+        one("a", a),
+        one("b", b)
+    )
+}
+
+#[test]
+fn a_committed_merge_union_attribute_cannot_break_features_json_under_parallel() {
+    let init = json!([
+        turn(vec![
+            write_file("features.json", &compact(false, false)),
+            write_file(
+                ".gitattributes",
+                "features.json merge=union\n* merge=union\n"
+            ),
+            write_file("init.sh", "#!/usr/bin/env bash\nset -e\necho ready\n"),
+            write_file("progress.md", "# Progress\n"),
+        ]),
+        turn(vec![bash(
+            "chmod +x init.sh && git add -A && git commit -qm init"
+        )]),
+        done("initialized"),
+    ]);
+    let flip = |id: &str, a: bool, b: bool| {
+        json!([
+            turn(vec![
+                write_file(&format!("{id}.txt"), "done\n"),
+                write_file("features.json", &compact(a, b)),
+            ]),
+            turn(vec![bash("git add -A && git commit -qm work")]),
+            done("done"),
+        ])
+    };
+    let env = project_with(
+        init,
+        vec![flip("a", true, false), flip("b", false, true)],
+        "",
+    );
+    let out = env.run(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--sessions",
+        "2",
+        "--parallel",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (v2, r2) = verdict(&env, 2);
+    let (v3, r3) = verdict(&env, 3);
+    let accepted = [&v2, &v3]
+        .iter()
+        .filter(|v| v.as_str() == "accepted")
+        .count();
+    assert_eq!(accepted, 1, "2: {v2} {r2}\n3: {v3} {r3}");
+    let refused = if v2 == "accepted" { &r3 } else { &r2 };
+    assert!(
+        refused.contains("merge conflict") || refused.contains("after the merge"),
+        "{refused}"
+    );
+    // main's features.json is still one valid list with exactly one feature passing.
+    let list: Value = serde_json::from_str(&env.on_main("features.json").unwrap()).unwrap();
+    let passing: Vec<&Value> = list["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["passes"] == true)
+        .collect();
+    assert_eq!(list["features"].as_array().unwrap().len(), 2, "{list:#}");
+    assert_eq!(passing.len(), 1, "{list:#}");
+    let status = env.run(&["status", "--dir", &env.dir_arg()]);
+    assert!(status.status.success(), "{}", text(&status));
+}
+
+#[test]
+fn recovery_never_signals_a_planted_pid() {
+    let env = project(vec![json!([]), honest("a", &[], vec![])]);
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    // Session 2 has a directory but no verdict, and its pid files name the sleeper:
+    // once without the start time the orchestrator records, once with a wrong one.
+    let dir = env.project().join(".longrun/sessions/0002");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("worker.pid"), pid.to_string()).unwrap();
+    let out = run(&env, 0);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(dir.join("worker.start"), "1").unwrap();
+    let out = run(&env, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        sleeper.try_wait().unwrap().is_none(),
+        "recovery killed an unrelated process"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    sleeper.wait().unwrap();
+    // The control: the session was recorded as interrupted, and the run went on.
+    assert_verdict(&env, 2, "interrupted", "");
+    assert_verdict(&env, 3, "accepted", "");
+}
+
+// ---- Bounds ----
+
+#[test]
+fn an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap() {
+    let big = turn(vec![bash("head -c 3000000 /dev/urandom > big.bin")]);
+    let env = project_with(
+        initializer(&two()),
+        vec![honest("a", &[], vec![big]), honest("a", &[], vec![])],
+        "[sandbox]\nmax_workspace_mb = 1\n",
+    );
+    let before = env.git(&["rev-parse", "main"]).trim().to_string();
+    let out = run(&env, 2);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_refused_then_control(&env, &before, 2, "failed", "over 1 MiB");
+    assert_verdict(&env, 2, "failed", "nothing of it was kept");
+    assert!(env
+        .git(&["for-each-ref", "refs/longrun/sessions/0002"])
+        .is_empty());
+}
+
+#[test]
+fn an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named() {
+    let leave = turn(vec![bash(
+        "head -c 2000000 /dev/urandom > big.bin && echo small > small.txt",
+    )]);
+    let mut session = honest("a", &[], vec![]);
+    let turns = session.as_array_mut().unwrap();
+    turns.insert(turns.len() - 1, leave);
+    let env = project_with(
+        initializer(&two()),
+        vec![session],
+        "[sandbox]\nmax_file_mb = 1\n",
+    );
+    let out = run(&env, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_verdict(&env, 2, "rejected", "left out of the kept work: big.bin");
+    let kept = env.git(&["ls-tree", "--name-only", "refs/longrun/sessions/0002"]);
+    assert!(kept.lines().any(|l| l == "small.txt"), "{kept}");
+    assert!(!kept.lines().any(|l| l == "big.bin"), "{kept}");
+}
+
+/// The names in session `n`'s directory.
+fn session_files(env: &Env, n: u32) -> Vec<String> {
+    let dir = env.project().join(format!(".longrun/sessions/{n:04}"));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn after_the_verdict_only_the_record_of_a_session_stays_unless_kept() {
+    let env = project(vec![honest("a", &[], vec![])]);
+    let out = run(&env, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_verdict(&env, 2, "accepted", "");
+    let names = session_files(&env, 2);
+    for gone in ["work", "work.left", "tmp", "home", "verify"] {
+        assert!(!names.iter().any(|n| n == gone), "{gone} stayed: {names:?}");
+    }
+    for kept in ["transcript.jsonl", "worker.json", "worker.log"] {
+        assert!(names.iter().any(|n| n == kept), "{kept} went: {names:?}");
+    }
+    assert!(!env
+        .project()
+        .join(".longrun/import")
+        .read_dir()
+        .unwrap()
+        .any(|_| true));
+
+    let env = project_with(
+        initializer(&two()),
+        vec![honest("a", &[], vec![]), honest("b", &["a"], vec![])],
+        "[run]\nkeep_sessions = 1\n",
+    );
+    assert!(run(&env, 1).status.success());
+    assert!(session_files(&env, 2).iter().any(|n| n == "work"));
+    assert!(run(&env, 1).status.success());
+    assert!(!session_files(&env, 2).iter().any(|n| n == "work"));
+    assert!(session_files(&env, 3).iter().any(|n| n == "work"));
 }

@@ -1,0 +1,337 @@
+//! A session's work brought into the project's repository as data.
+//!
+//! The orchestrator runs `longrun __export` confined with the session's own
+//! sandbox spec (see [`crate::confined::run_export`]) and reads its stdout
+//! from a pipe, with a byte cap and a time limit: one JSON header line, then
+//! a git pack. The pack is indexed into a quarantine under `.longrun/import/`,
+//! its objects are checked to be complete from the session's HEAD down to
+//! what main already holds, and only then is the pack moved into the
+//! project's object store and `refs/longrun/sessions/NNNN` set. Any failure
+//! here is the session's: its verdict says why.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use git2::{Oid, Repository};
+
+use super::record::work_ref;
+use super::repo;
+use super::Project;
+use crate::protocol::{ExportHeader, EXPORT_OVER_CAP};
+use crate::sandbox::SandboxSpec;
+
+/// How long an export may take before it is killed.
+const TIME_LIMIT: Duration = Duration::from_secs(300);
+/// The longest header line.
+const HEADER_CAP: u64 = 64 * 1024;
+/// Most dropped files named in a reason.
+const NAMED: usize = 10;
+
+/// The session's work, in the project's repository at its ref.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub head: Oid,
+    /// Uncommitted changes were committed as WIP (inside the sandbox).
+    pub wip: bool,
+    /// What the WIP commit left out for its size, one line each.
+    pub dropped: Vec<String>,
+}
+
+impl Imported {
+    /// The reason to give for what was left out of the kept work, if anything was.
+    pub fn dropped_note(&self) -> Option<String> {
+        if self.dropped.is_empty() {
+            return None;
+        }
+        let mut named: Vec<String> = self.dropped.iter().take(NAMED).cloned().collect();
+        if self.dropped.len() > NAMED {
+            named.push(format!("{} more", self.dropped.len() - NAMED));
+        }
+        Some(format!(
+            "uncommitted files over [sandbox] max_file_mb were left out of the kept work: {}",
+            named.join(", ")
+        ))
+    }
+}
+
+/// Export the work of the session in `session_dir` (confined by `spec`) and
+/// import it at the session's ref.
+pub fn import_work(
+    project: &Project,
+    session_dir: &Path,
+    spec: &SandboxSpec,
+    base: Oid,
+    number: u32,
+) -> anyhow::Result<Imported> {
+    let cap = project
+        .config
+        .sandbox
+        .max_workspace_mb
+        .saturating_mul(1 << 20);
+    let quarantine = project
+        .longrun_dir()
+        .join("import")
+        .join(format!("{number:04}"));
+    crate::fsutil::remove_tree(&quarantine)?;
+    let pack_dir = quarantine.join("objects").join("pack");
+    std::fs::create_dir_all(&pack_dir)
+        .with_context(|| format!("failed to create {}", pack_dir.display()))?;
+    let result = export_into(project, session_dir, spec, base, cap, &pack_dir).and_then(|header| {
+        let head = check_connected(project, &quarantine, &header.head, base)?;
+        publish(project, &pack_dir)?;
+        repo::set_ref(
+            &project.repo,
+            &work_ref(number),
+            head,
+            "longrun: the session's work",
+        )?;
+        Ok(Imported {
+            head,
+            wip: header.wip,
+            dropped: header
+                .dropped
+                .iter()
+                .map(|d| crate::rules::printable(d).chars().take(200).collect())
+                .collect(),
+        })
+    });
+    let _ = crate::fsutil::remove_tree(&quarantine);
+    result
+}
+
+/// Run the export and index its pack into `pack_dir`; returns its header.
+fn export_into(
+    project: &Project,
+    session_dir: &Path,
+    spec: &SandboxSpec,
+    base: Oid,
+    cap: u64,
+    pack_dir: &Path,
+) -> anyhow::Result<ExportHeader> {
+    let log = session_dir.join("export.log");
+    let max_file = project.config.sandbox.max_file_mb.saturating_mul(1 << 20);
+    let mut child = spawn(spec, base, cap, max_file, &log)?;
+    let pid = child.id() as i32;
+    let (done, watchdog) = watchdog(pid);
+    let read = read_export(&mut child, project, cap, pack_dir);
+    if read.is_err() {
+        kill(pid);
+    }
+    let status = child.wait();
+    drop(done);
+    let timed_out = watchdog.join().unwrap_or(false);
+    let status = status.context("failed to wait for the export")?;
+    if timed_out {
+        bail!(
+            "exporting its work took over {} s and was stopped",
+            TIME_LIMIT.as_secs()
+        );
+    }
+    if status.code() == Some(i32::from(EXPORT_OVER_CAP)) {
+        bail!(over_cap(project));
+    }
+    if !status.success() {
+        let said = std::fs::read(&log).unwrap_or_default();
+        let said = crate::rules::printable(
+            crate::progress::tail(&String::from_utf8_lossy(&said), 3)
+                .replace('\n', "; ")
+                .trim(),
+        );
+        let said: String = said.chars().take(500).collect();
+        bail!("its repository could not be exported ({status}): {said}");
+    }
+    read
+}
+
+fn over_cap(project: &Project) -> String {
+    format!(
+        "its work is over the cap of {} MiB ([sandbox] max_workspace_mb); nothing of it was kept",
+        project.config.sandbox.max_workspace_mb
+    )
+}
+
+fn spawn(
+    spec: &SandboxSpec,
+    base: Oid,
+    cap: u64,
+    max_file: u64,
+    log: &Path,
+) -> anyhow::Result<Child> {
+    let spec = SandboxSpec {
+        keep_fds: Vec::new(),
+        ..spec.clone()
+    };
+    let mut cmd = Command::new(crate::sandbox::own_exe());
+    cmd.arg("__export")
+        .arg("--spec")
+        .arg(serde_json::to_string(&spec)?)
+        .arg("--base")
+        .arg(base.to_string())
+        .arg("--max-bytes")
+        .arg(cap.to_string())
+        .arg("--max-file-bytes")
+        .arg(max_file.to_string())
+        .env_clear()
+        .envs(crate::sandbox::session_env(&spec))
+        .current_dir(&spec.workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log)?);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn().context("failed to start the export")
+}
+
+/// A thread that kills `pid` past the time limit unless the sender is dropped first.
+fn watchdog(pid: i32) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<bool>) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || match rx.recv_timeout(TIME_LIMIT) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            kill(pid);
+            true
+        }
+        _ => false,
+    });
+    (tx, handle)
+}
+
+/// SIGKILL the export's process group (its own child, not yet waited for).
+fn kill(pid: i32) {
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+/// The header, then the pack into an indexer in `pack_dir`, at most `cap` bytes.
+fn read_export(
+    child: &mut Child,
+    project: &Project,
+    cap: u64,
+    pack_dir: &Path,
+) -> anyhow::Result<ExportHeader> {
+    let stdout = child.stdout.take().context("the export has no stdout")?;
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    (&mut reader)
+        .take(HEADER_CAP)
+        .read_until(b'\n', &mut line)
+        .context("failed to read the export")?;
+    if !line.ends_with(b"\n") {
+        bail!("its export wrote no header line");
+    }
+    let header: ExportHeader =
+        serde_json::from_slice(&line).context("its export's header is not valid")?;
+    let odb = project.repo.odb()?;
+    let mut indexer = git2::Indexer::new(Some(&odb), pack_dir, 0o444, true)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let n = reader.read(&mut buf).context("failed to read the export")?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > cap {
+            bail!(over_cap(project));
+        }
+        indexer
+            .write_all(&buf[..n])
+            .context("its pack is not a valid git pack")?;
+    }
+    if total == 0 {
+        bail!("its export wrote no pack");
+    }
+    indexer
+        .commit()
+        .context("its pack is not a valid git pack (or refers to objects it lacks)")?;
+    Ok(header)
+}
+
+/// The header's HEAD, once every object from it down to main's history is
+/// present in the project's store or the quarantine.
+fn check_connected(
+    project: &Project,
+    quarantine: &Path,
+    head: &str,
+    base: Oid,
+) -> anyhow::Result<Oid> {
+    let head = Oid::from_str(head).context("its export named no commit")?;
+    let repo = Repository::open_bare(project.repo.path())?;
+    let objects = quarantine.join("objects");
+    repo.odb()?.add_disk_alternate(&objects.to_string_lossy())?;
+    let missing = |what: &str, id: Oid| anyhow::anyhow!("its work lacks the {what} {id}");
+    repo.find_commit(head)
+        .map_err(|_| missing("commit", head))?;
+    let mut walk = repo.revwalk()?;
+    walk.push(head).map_err(|_| missing("history of", head))?;
+    if repo.find_commit(base).is_ok() {
+        walk.hide(base)?;
+    }
+    let odb = repo.odb()?;
+    let mut seen = std::collections::HashSet::new();
+    for oid in walk {
+        let oid = oid.context("its history is incomplete")?;
+        let commit = repo.find_commit(oid).map_err(|_| missing("commit", oid))?;
+        check_tree(&repo, &odb, commit.tree_id(), &mut seen)?;
+    }
+    Ok(head)
+}
+
+fn check_tree(
+    repo: &Repository,
+    odb: &git2::Odb,
+    id: Oid,
+    seen: &mut std::collections::HashSet<Oid>,
+) -> anyhow::Result<()> {
+    if !seen.insert(id) {
+        return Ok(());
+    }
+    let tree = repo
+        .find_tree(id)
+        .map_err(|_| anyhow::anyhow!("its work lacks the tree {id}"))?;
+    for entry in tree.iter() {
+        match entry.kind() {
+            Some(git2::ObjectType::Tree) => check_tree(repo, odb, entry.id(), seen)?,
+            Some(git2::ObjectType::Blob) if seen.insert(entry.id()) && !odb.exists(entry.id()) => {
+                bail!("its work lacks the file {}", entry.id())
+            }
+            // Submodule commits live in other repositories.
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Move the checked pack from the quarantine into the project's object
+/// store: the pack first, its index last, so no reader sees an index without it.
+fn publish(project: &Project, pack_dir: &Path) -> anyhow::Result<()> {
+    let target = project.repo.path().join("objects").join("pack");
+    std::fs::create_dir_all(&target)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(pack_dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("pack-"))
+        })
+        .collect();
+    // .idx sorts before .pack; it goes last.
+    files.sort_by_key(|p| p.extension().is_some_and(|e| e == "idx"));
+    for file in files {
+        let name = file.file_name().context("a pack file without a name")?;
+        std::fs::rename(&file, target.join(name))
+            .with_context(|| format!("failed to move {} into the project", file.display()))?;
+    }
+    Ok(())
+}
