@@ -161,10 +161,12 @@ fn spawn(
     max_file: u64,
     log: &Path,
 ) -> anyhow::Result<Child> {
-    let spec = SandboxSpec {
+    // The session's own confinement, with no network and no inherited descriptor.
+    let mut spec = SandboxSpec {
         keep_fds: Vec::new(),
         ..spec.clone()
     };
+    spec.profile.network = crate::sandbox::Network::None;
     let mut cmd = Command::new(crate::sandbox::own_exe());
     cmd.arg("__export")
         .arg("--spec")
