@@ -58,66 +58,101 @@ impl Imported {
     }
 }
 
+/// Where the work goes and its bounds: owned, so an import can run on a
+/// thread of its own while other sessions are served.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The project's `.git`.
+    pub git_dir: PathBuf,
+    /// The project's `.longrun`, where the quarantine is made.
+    pub longrun_dir: PathBuf,
+    pub max_workspace_mb: u64,
+    pub max_file_mb: u64,
+}
+
+impl Target {
+    pub fn of(project: &Project) -> Target {
+        Target {
+            git_dir: project.repo.path().to_path_buf(),
+            longrun_dir: project.longrun_dir(),
+            max_workspace_mb: project.config.sandbox.max_workspace_mb,
+            max_file_mb: project.config.sandbox.max_file_mb,
+        }
+    }
+}
+
+/// [`import_work`] on a blocking thread, so that the sessions running at
+/// the same time are served meanwhile.
+pub async fn import_work_async(
+    target: Target,
+    session_dir: PathBuf,
+    spec: SandboxSpec,
+    base: Oid,
+    number: u32,
+) -> anyhow::Result<Imported> {
+    tokio::task::spawn_blocking(move || import_work(&target, &session_dir, &spec, base, number))
+        .await
+        .context("the import stopped")?
+}
+
 /// Export the work of the session in `session_dir` (confined by `spec`) and
 /// import it at the session's ref.
 pub fn import_work(
-    project: &Project,
+    target: &Target,
     session_dir: &Path,
     spec: &SandboxSpec,
     base: Oid,
     number: u32,
 ) -> anyhow::Result<Imported> {
-    let cap = project
-        .config
-        .sandbox
-        .max_workspace_mb
-        .saturating_mul(1 << 20);
-    let quarantine = project
-        .longrun_dir()
+    let project = &Repository::open_bare(&target.git_dir)?;
+    let quarantine = target
+        .longrun_dir
         .join("import")
         .join(format!("{number:04}"));
     crate::fsutil::remove_tree(&quarantine)?;
     let pack_dir = quarantine.join("objects").join("pack");
     std::fs::create_dir_all(&pack_dir)
         .with_context(|| format!("failed to create {}", pack_dir.display()))?;
-    let result = export_into(project, session_dir, spec, base, cap, &pack_dir).and_then(|header| {
-        let head = check_connected(project, &quarantine, &header.head, base)?;
-        publish(project, &pack_dir)?;
-        repo::set_ref(
-            &project.repo,
-            &work_ref(number),
-            head,
-            "longrun: the session's work",
-        )?;
-        Ok(Imported {
-            head,
-            wip: header.wip,
-            dropped: header
-                .dropped
-                .iter()
-                .map(|d| crate::rules::printable(d).chars().take(200).collect())
-                .collect(),
-        })
-    });
+    let result =
+        export_into(target, project, session_dir, spec, base, &pack_dir).and_then(|header| {
+            let head = check_connected(project, &quarantine, &header.head, base)?;
+            publish(project, &pack_dir)?;
+            repo::set_ref(
+                project,
+                &work_ref(number),
+                head,
+                "longrun: the session's work",
+            )?;
+            Ok(Imported {
+                head,
+                wip: header.wip,
+                dropped: header
+                    .dropped
+                    .iter()
+                    .map(|d| crate::rules::printable(d).chars().take(200).collect())
+                    .collect(),
+            })
+        });
     let _ = crate::fsutil::remove_tree(&quarantine);
     result
 }
 
 /// Run the export and index its pack into `pack_dir`; returns its header.
 fn export_into(
-    project: &Project,
+    target: &Target,
+    project: &Repository,
     session_dir: &Path,
     spec: &SandboxSpec,
     base: Oid,
-    cap: u64,
     pack_dir: &Path,
 ) -> anyhow::Result<ExportHeader> {
     let log = session_dir.join("export.log");
-    let max_file = project.config.sandbox.max_file_mb.saturating_mul(1 << 20);
+    let cap = target.max_workspace_mb.saturating_mul(1 << 20);
+    let max_file = target.max_file_mb.saturating_mul(1 << 20);
     let mut child = spawn(spec, base, cap, max_file, &log)?;
     let pid = child.id() as i32;
     let (done, watchdog) = watchdog(pid);
-    let read = read_export(&mut child, project, cap, pack_dir);
+    let read = read_export(&mut child, target, project, pack_dir);
     if read.is_err() {
         kill(pid);
     }
@@ -132,7 +167,7 @@ fn export_into(
         );
     }
     if status.code() == Some(i32::from(EXPORT_OVER_CAP)) {
-        bail!(over_cap(project));
+        bail!(over_cap(target));
     }
     if !status.success() {
         let said = std::fs::read(&log).unwrap_or_default();
@@ -147,10 +182,10 @@ fn export_into(
     read
 }
 
-fn over_cap(project: &Project) -> String {
+fn over_cap(target: &Target) -> String {
     format!(
         "its work is over the cap of {} MiB ([sandbox] max_workspace_mb); nothing of it was kept",
-        project.config.sandbox.max_workspace_mb
+        target.max_workspace_mb
     )
 }
 
@@ -218,10 +253,11 @@ fn kill(pid: i32) {
 /// The header, then the pack into an indexer in `pack_dir`, at most `cap` bytes.
 fn read_export(
     child: &mut Child,
-    project: &Project,
-    cap: u64,
+    target: &Target,
+    project: &Repository,
     pack_dir: &Path,
 ) -> anyhow::Result<ExportHeader> {
+    let cap = target.max_workspace_mb.saturating_mul(1 << 20);
     let stdout = child.stdout.take().context("the export has no stdout")?;
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -234,7 +270,7 @@ fn read_export(
     }
     let header: ExportHeader =
         serde_json::from_slice(&line).context("its export's header is not valid")?;
-    let odb = project.repo.odb()?;
+    let odb = project.odb()?;
     let mut indexer = git2::Indexer::new(Some(&odb), pack_dir, 0o444, true)?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
@@ -245,7 +281,7 @@ fn read_export(
         }
         total += n as u64;
         if total > cap {
-            bail!(over_cap(project));
+            bail!(over_cap(target));
         }
         indexer
             .write_all(&buf[..n])
@@ -263,13 +299,13 @@ fn read_export(
 /// The header's HEAD, once every object from it down to main's history is
 /// present in the project's store or the quarantine.
 fn check_connected(
-    project: &Project,
+    project: &Repository,
     quarantine: &Path,
     head: &str,
     base: Oid,
 ) -> anyhow::Result<Oid> {
     let head = Oid::from_str(head).context("its export named no commit")?;
-    let repo = Repository::open_bare(project.repo.path())?;
+    let repo = Repository::open_bare(project.path())?;
     let objects = quarantine.join("objects");
     repo.odb()?.add_disk_alternate(&objects.to_string_lossy())?;
     let missing = |what: &str, id: Oid| anyhow::anyhow!("its work lacks the {what} {id}");
@@ -317,8 +353,8 @@ fn check_tree(
 
 /// Move the checked pack from the quarantine into the project's object
 /// store: the pack first, its index last, so no reader sees an index without it.
-fn publish(project: &Project, pack_dir: &Path) -> anyhow::Result<()> {
-    let target = project.repo.path().join("objects").join("pack");
+fn publish(project: &Repository, pack_dir: &Path) -> anyhow::Result<()> {
+    let target = project.path().join("objects").join("pack");
     std::fs::create_dir_all(&target)?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(pack_dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -129,7 +129,13 @@ fn keep_work(project: &Project, dir: &Path, number: u32, entries: &[Entry]) -> b
     for d in [&spec.tmp, &spec.home] {
         let _ = std::fs::create_dir_all(d);
     }
-    match super::import::import_work(project, dir, &spec, base, number) {
+    match super::import::import_work(
+        &super::import::Target::of(project),
+        dir,
+        &spec,
+        base,
+        number,
+    ) {
         Ok(_) => true,
         Err(e) => {
             tracing::warn!("session {number}: its work could not be kept: {e:#}");

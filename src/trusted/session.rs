@@ -136,7 +136,9 @@ pub async fn run_session(
     // breaks on the way is its verdict, `failed`, and the run goes on.
     super::failpoint::hit("verification", plan.number);
     let mut failures: Vec<String> = over_size(project, &work).into_iter().collect();
-    let imported = match import::import_work(project, &dir, &spec, base, plan.number) {
+    let target = import::Target::of(project);
+    let exported = import::import_work_async(target, dir.clone(), spec.clone(), base, plan.number);
+    let imported = match exported.await {
         Ok(work) => Some(work),
         Err(e) => {
             failures.push(format!("the session's work could not be kept: {e:#}"));
