@@ -102,6 +102,35 @@ fn run(env: &Env, sessions: u32) -> std::process::Output {
     ])
 }
 
+/// `continue` as uid 65534, the temp dir (project included) handed to it
+/// for the run and taken back after, for the test's own git to read.
+fn run_as_nobody(env: &Env, sessions: u32) -> std::process::Output {
+    let home = env.path("nobody-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let chown = |owner: &str| {
+        let done = std::process::Command::new("chown")
+            .args(["-R", owner])
+            .arg(env.root.path())
+            .status()
+            .unwrap();
+        assert!(done.success());
+    };
+    chown("65534:65534");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_longrun"))
+        .args(["continue", "--dir", &env.dir_arg(), "--sessions"])
+        .arg(sessions.to_string())
+        .current_dir(env.root.path())
+        .env_remove("LONGRUN_MODEL")
+        .env_remove("RUST_LOG")
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    chown("0:0");
+    out
+}
+
 /// Session `n`'s verdict and reasons from `longrun log`.
 fn verdict(env: &Env, n: u64) -> (String, String) {
     let log = env.log_json();
@@ -357,6 +386,19 @@ fn object_files(env: &Env) -> Vec<(String, Vec<u8>, u64)> {
 
 #[test]
 fn the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session() {
+    objects_stay_whole(false);
+}
+
+#[test]
+fn the_projects_objects_cannot_be_rewritten_by_a_session_of_their_owner() {
+    if nix::unistd::geteuid().is_root() {
+        objects_stay_whole(true);
+    }
+}
+
+/// The attack on the project's objects, the orchestrator running as root or
+/// (`nobody`) as uid 65534, which then owns every file the session aims at.
+fn objects_stay_whole(nobody: bool) {
     let env = Env::new();
     let rewrite = script(
         "alt=$(cat .git/objects/info/alternates)
@@ -371,7 +413,11 @@ fn the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session() {
         "",
     );
     let objects = object_files(&env);
-    let out = run(&env, 1);
+    let out = if nobody {
+        run_as_nobody(&env, 1)
+    } else {
+        run(&env, 1)
+    };
     assert!(out.status.success(), "{}", text(&out));
     // The attack got nowhere, and the same session's honest work landed.
     assert_verdict(&env, 2, "accepted", "");
@@ -399,6 +445,19 @@ fn the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session() {
 
 #[test]
 fn a_session_reads_only_the_projects_git_data_not_its_directory() {
+    reads_only_git_data(false);
+}
+
+#[test]
+fn a_session_of_the_projects_owner_reads_only_its_git_data() {
+    if nix::unistd::geteuid().is_root() {
+        reads_only_git_data(true);
+    }
+}
+
+/// Session 2 tries to read the project's directory and `.longrun/`; as
+/// uid 65534 (`nobody`) it owns them, so only the sandbox stands in its way.
+fn reads_only_git_data(nobody: bool) {
     let env = Env::new();
     let p = env.project();
     let body = format!(
@@ -416,7 +475,11 @@ fn a_session_reads_only_the_projects_git_data_not_its_directory() {
         vec![honest("a", &[], script(&body))],
         "",
     );
-    let out = run(&env, 1);
+    let out = if nobody {
+        run_as_nobody(&env, 1)
+    } else {
+        run(&env, 1)
+    };
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     for leak in ["leak-log.txt", "leak-ls.txt", "leak-t.txt", "leak-spec.txt"] {
