@@ -128,6 +128,8 @@ impl SessionChecks {
             problems.push("HEAD no longer descends from the session's base: history was rewritten; never reset, rebase or amend earlier commits".into());
             return Ok(problems);
         }
+        // The same reserved-path rule verification applies (`.git`, `.longrun`).
+        problems.extend(crate::rules::reserved_path_problems(&repo, base, head)?);
         let changed = repo::changed_paths(&repo, base, head)?;
         for path in self.protected.iter().filter(|p| changed.contains(p)) {
             problems.push(format!("protected path {path} was changed; restore it"));
