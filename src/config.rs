@@ -94,6 +94,10 @@ pub struct SandboxSection {
     /// out of the kept work, and the verdict says which.
     #[serde(default = "default_max_file_mb")]
     pub max_file_mb: u64,
+    /// More hosts a `registries` network reaches, beside the profile's
+    /// (`name`, `name:port`, `*.name`).
+    #[serde(default)]
+    pub registries: Vec<String>,
 }
 
 fn default_max_workspace_mb() -> u64 {
@@ -115,6 +119,7 @@ impl Default for SandboxSection {
             writable: Vec::new(),
             max_workspace_mb: default_max_workspace_mb(),
             max_file_mb: default_max_file_mb(),
+            registries: Vec::new(),
         }
     }
 }

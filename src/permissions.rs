@@ -126,6 +126,13 @@ impl Policy {
         Ok(policy)
     }
 
+    /// Package installs (`pip install`, `npm install`, `cargo fetch`, ...)
+    /// allowed: the session's network reaches the package registries.
+    pub fn with_registries(mut self) -> Policy {
+        self.bash.1 = bash_rules(true);
+        self
+    }
+
     pub fn with_unattended(mut self, unattended: Unattended) -> Policy {
         self.unattended = unattended;
         self
@@ -262,16 +269,28 @@ fn absolute(workspace: &Path) -> PathBuf {
 }
 
 fn builtin_bash() -> RuleSet {
+    bash_rules(false)
+}
+
+/// The built-in bash rules; with `registries`, package installs are allowed.
+fn bash_rules(registries: bool) -> RuleSet {
+    let installs = defaults::BASH_ALLOW_WITH_REGISTRIES;
     let deny = defaults::BASH_DENY
         .iter()
         .map(|(p, r)| (Permission::Deny, *p, *r));
     let ask = defaults::BASH_ASK
         .iter()
+        .filter(|p| !(registries && installs.contains(p)))
         .map(|p| (Permission::Ask, *p, "needs approval"));
     let allow = defaults::BASH_ALLOW
         .iter()
         .map(|p| (Permission::Allow, *p, "allowed"));
-    builtin("bash", deny.chain(ask).chain(allow))
+    let reason = "allowed: the network reaches the package registries only";
+    let installs = installs
+        .iter()
+        .filter(|_| registries)
+        .map(|p| (Permission::Allow, *p, reason));
+    builtin("bash", deny.chain(ask).chain(installs).chain(allow))
 }
 
 fn builtin_paths(tool: &'static str) -> RuleSet {

@@ -91,9 +91,12 @@ pub mod trailer {
     pub const LOOP: &str = "Longrun-Loop";
     pub const SANDBOX: &str = "Longrun-Sandbox";
     pub const RETRY: &str = "Longrun-Retry";
+    /// A host the session's registries proxy was asked for, with the answer
+    /// and the connections: `pypi.org:443 allowed x3`.
+    pub const NETWORK: &str = "Longrun-Network";
 
     /// Every key, in the order a verdict commit writes them.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 17] = [
         SESSION,
         ROLE,
         FEATURE,
@@ -110,6 +113,7 @@ pub mod trailer {
         LOOP,
         SANDBOX,
         RETRY,
+        NETWORK,
     ];
 }
 

@@ -57,8 +57,17 @@ fn run_agent(
     link: &mut WorkerLink,
 ) -> WorkerReport {
     let started = Instant::now();
-    let policies = crate::permissions::Policy::new(&config.permissions)
-        .and_then(|p| Ok((p, crate::permissions::Policy::new(&config.permissions)?)));
+    let registries = config.sandbox.profile.network == crate::sandbox::Network::Registries;
+    let policy = || {
+        crate::permissions::Policy::new(&config.permissions).map(|p| {
+            if registries {
+                p.with_registries()
+            } else {
+                p
+            }
+        })
+    };
+    let policies = policy().and_then(|p| Ok((p, policy()?)));
     let (policy, subagent_policy) = match policies {
         Ok(both) => both,
         Err(e) => {

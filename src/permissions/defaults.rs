@@ -74,6 +74,46 @@ pub const BASH_ASK: &[&str] = &[
     "cargo install *",
 ];
 
+/// Package installs, allowed (and no longer asked) when the session's
+/// network is `registries`: they can then reach the registries its profile
+/// lists through longrun's proxy, and nothing else.
+pub const BASH_ALLOW_WITH_REGISTRIES: &[&str] = &[
+    "pip install *",
+    "pip3 install *",
+    "pip download *",
+    "pip3 download *",
+    "python -m pip install *",
+    "python3 -m pip install *",
+    "python -m pip download *",
+    "python3 -m pip download *",
+    "uv pip install *",
+    "uv pip sync *",
+    "uv sync *",
+    "uv add *",
+    "uv lock *",
+    "uv venv *",
+    "poetry install *",
+    "poetry add *",
+    "poetry lock *",
+    "pipenv install *",
+    "npm install *",
+    "npm i *",
+    "npm ci *",
+    "npm add *",
+    "pnpm install *",
+    "pnpm i *",
+    "pnpm add *",
+    "yarn install *",
+    "yarn add *",
+    "cargo fetch *",
+    "cargo add *",
+    "cargo update *",
+    "cargo generate-lockfile *",
+    "go mod download *",
+    "go mod tidy *",
+    "go get *",
+];
+
 /// Patterns that allow.
 pub const BASH_ALLOW: &[&str] = &[
     // Looking around.

@@ -298,3 +298,46 @@ fn ask_resolves_by_unattended() {
         "Blocked by policy: built-in deny bash \"curl *\" (reaches the network: `curl x`)"
     );
 }
+
+#[test]
+fn package_installs_are_allowed_when_the_network_reaches_the_registries() {
+    let ws = Path::new("/ws");
+    let with = Policy::defaults().with_registries();
+    let cases = [
+        "pip install -r requirements.txt",
+        "npm install",
+        "npm ci",
+        "cargo fetch",
+        "uv sync",
+        "go mod download",
+        "cd app && npm install express",
+    ];
+    for command in cases {
+        assert_eq!(with.judge_bash(command, ws).verdict, Allow, "{command}");
+        assert_ne!(
+            judge(command).verdict,
+            Allow,
+            "{command} without registries"
+        );
+    }
+    let rule = with.judge_bash("pip install six", ws).rule;
+    assert!(rule.contains("pip install *"), "{rule}");
+    // What reaches the network otherwise, or publishes, stays as it was.
+    for (command, verdict) in [
+        ("curl https://example.com", Deny),
+        ("npm publish", Ask),
+        ("cargo install ripgrep", Ask),
+        ("pip install x && git push origin main", Deny),
+    ] {
+        assert_eq!(with.judge_bash(command, ws).verdict, verdict, "{command}");
+    }
+    let count = defaults::BASH_DENY.len() + defaults::BASH_ASK.len() + defaults::BASH_ALLOW.len();
+    let moved = defaults::BASH_ASK
+        .iter()
+        .filter(|p| defaults::BASH_ALLOW_WITH_REGISTRIES.contains(p))
+        .count();
+    assert_eq!(
+        bash_rules(true).len(),
+        count - moved + defaults::BASH_ALLOW_WITH_REGISTRIES.len()
+    );
+}

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::sandbox::{AllowList, PROXY_FD};
+use crate::sandbox::{AllowList, Network, SandboxSpec, PROXY_FD};
 
 /// The longest request head a client may send.
 const MAX_HEAD: usize = 16 * 1024;
@@ -36,6 +36,21 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections served at once per sandbox.
 const MAX_CONNECTIONS: usize = 64;
+
+/// The `Longrun-Network` trailer lines of `contacts`, which may come from
+/// several confined runs (the worker, verification's steps): one per host,
+/// port and answer, the counts summed.
+pub fn trailer_lines(contacts: &[Contact]) -> Vec<String> {
+    let mut tally = Tally::default();
+    for c in contacts {
+        let entry = tally
+            .hosts
+            .entry((c.host.clone(), c.port))
+            .or_insert((c.allowed, 0));
+        entry.1 = entry.1.saturating_add(c.connections);
+    }
+    tally.contacts().iter().map(|c| c.to_string()).collect()
+}
 
 /// One host a sandbox asked the proxy for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,10 +114,26 @@ impl Tally {
 pub struct Channel {
     ours: std::os::unix::net::UnixStream,
     theirs: OwnedFd,
+    allow: AllowList,
 }
 
 impl Channel {
-    pub fn new() -> anyhow::Result<Channel> {
+    /// The channel for a process confined by `spec`, when its network is
+    /// `registries`: the profile's hosts and `extra_hosts` (`[sandbox]
+    /// registries` of longrun.toml) are let through.
+    pub fn for_spec(spec: &SandboxSpec, extra_hosts: &[String]) -> anyhow::Result<Option<Channel>> {
+        if spec.profile.network != Network::Registries {
+            return Ok(None);
+        }
+        let allow = spec
+            .profile
+            .registries
+            .allow_list(extra_hosts)
+            .map_err(|e| crate::error::bad_input(format!("{e:#}")))?;
+        Channel::new(allow).map(Some)
+    }
+
+    fn new(allow: AllowList) -> anyhow::Result<Channel> {
         let (ours, theirs) =
             std::os::unix::net::UnixStream::pair().context("failed to make the proxy's channel")?;
         // Far above the descriptors the child is given (0-2, the broker's 3,
@@ -115,7 +146,11 @@ impl Channel {
         }
         // SAFETY: `high` was just made and is owned by nothing else.
         let theirs = unsafe { OwnedFd::from_raw_fd(high) };
-        Ok(Channel { ours, theirs })
+        Ok(Channel {
+            ours,
+            theirs,
+            allow,
+        })
     }
 
     /// Make `cmd`'s process inherit the channel at [`PROXY_FD`]. Call after
@@ -136,8 +171,12 @@ impl Channel {
     /// After the process started: serve the listener it hands over, letting
     /// through what `allow` allows, until the returned [`Served`] is finished
     /// or dropped.
-    pub fn serve(self, allow: AllowList, refusals: Refusals) -> anyhow::Result<Served> {
-        let Channel { ours, theirs } = self;
+    pub fn serve(self, refusals: Refusals) -> anyhow::Result<Served> {
+        let Channel {
+            ours,
+            theirs,
+            allow,
+        } = self;
         drop(theirs);
         ours.set_nonblocking(true)?;
         let ours = tokio::net::UnixStream::from_std(ours)?;
@@ -444,7 +483,7 @@ fn printable(text: &str) -> String {
 
 /// `longrun sandbox` with `network = "registries"`: start the command
 /// confined, serve its proxy until it exits, and exit as it did.
-pub fn supervise(spec: &crate::sandbox::SandboxSpec, argv: &[String]) -> std::process::ExitCode {
+pub fn supervise(spec: &SandboxSpec, argv: &[String]) -> std::process::ExitCode {
     match supervised(spec, argv) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
@@ -454,18 +493,14 @@ pub fn supervise(spec: &crate::sandbox::SandboxSpec, argv: &[String]) -> std::pr
     }
 }
 
-fn supervised(spec: &crate::sandbox::SandboxSpec, argv: &[String]) -> anyhow::Result<u8> {
-    let allow = spec
-        .profile
-        .registries
-        .allow_list(&[])
-        .map_err(|e| crate::error::bad_input(format!("{e:#}")))?;
+fn supervised(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<u8> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("failed to start the proxy's runtime")?;
     runtime.block_on(async {
-        let channel = Channel::new()?;
+        let channel =
+            Channel::for_spec(spec, &[])?.context("the profile's network is not registries")?;
         let mut cmd = crate::sandbox::command(spec, argv)?;
         channel.inherit(&mut cmd);
         // SAFETY: prctl only; the command dies with this supervisor.
@@ -479,7 +514,7 @@ fn supervised(spec: &crate::sandbox::SandboxSpec, argv: &[String]) -> anyhow::Re
             .kill_on_drop(true)
             .spawn()
             .context("failed to start the confined command")?;
-        let served = channel.serve(allow, Refusals::Said)?;
+        let served = channel.serve(Refusals::Said)?;
         let status = child.wait().await?;
         served.finish();
         use std::os::unix::process::ExitStatusExt;

@@ -24,6 +24,8 @@ pub struct Record<'a> {
     pub work_kept: bool,
     /// What the loop detector found, one entry per trigger.
     pub loops: &'a [String],
+    /// The hosts the registries proxy was asked for (trusted/proxy.rs).
+    pub network: &'a [String],
 }
 
 pub fn work_ref(number: u32) -> String {
@@ -86,6 +88,9 @@ pub fn message(r: &Record) -> String {
     for layer in r.sandbox {
         t.push((trailer::SANDBOX, one_line(layer)));
     }
+    for host in r.network {
+        t.push((trailer::NETWORK, one_line(host)));
+    }
     for (k, v) in t {
         msg.push_str(&format!("{k}: {v}\n"));
     }
@@ -141,6 +146,7 @@ mod tests {
             sandbox: &sandbox,
             work_kept: true,
             loops: &[],
+            network: &[],
         };
         let msg = message(&r);
         assert!(!msg.chars().any(|c| c.is_control() && c != '\n'), "{msg:?}");

@@ -74,6 +74,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
         steps,
         duration_s: 0,
         sandbox: &[],
+        network: &[],
         work_kept: kept,
         loops: &[],
     };

@@ -80,6 +80,8 @@ pub struct WorkerRun {
     pub over_budget: Option<String>,
     /// Protocol violations seen (each is in the transcript).
     pub violations: u32,
+    /// The hosts the worker's sandbox asked the registries proxy for.
+    pub network: Vec<super::proxy::Contact>,
 }
 
 /// What the worker needs to start.
@@ -94,6 +96,8 @@ pub struct Launch<'a> {
     pub cost_limit: Option<Arc<CostLimit>>,
     /// The session's budget, enforced on the requests brokered.
     pub budget: BudgetSection,
+    /// The registries proxy's channel, when the session's network asks for one.
+    pub proxy: Option<super::proxy::Channel>,
 }
 
 /// `--max-cost`: what the run's sessions have spent so far, live, against the limit.
@@ -129,7 +133,7 @@ impl CostLimit {
 
 /// Start the worker and serve it until it exits or is stopped.
 pub async fn serve(
-    launch: Launch<'_>,
+    mut launch: Launch<'_>,
     provider: &Arc<dyn Provider>,
     transcript: &mut Transcript,
     reporter: &Reporter,
@@ -139,6 +143,11 @@ pub async fn serve(
         std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
     let mut child = spawn(&launch, &theirs)?;
     drop(theirs);
+    let proxy = launch
+        .proxy
+        .take()
+        .map(|c| c.serve(super::proxy::Refusals::Counted));
+    let proxy = proxy.transpose()?;
     let pid = child.id().map(|p| p as i32);
     if let Some(pid) = pid {
         // The start time proves, after a crash, that the pid is still this worker.
@@ -170,6 +179,7 @@ pub async fn serve(
         sandbox: None,
         over_budget: None,
         violations: 0,
+        network: Vec::new(),
     };
     let mut first = true;
     loop {
@@ -307,6 +317,13 @@ pub async fn serve(
             run.exit,
             crate::progress::tail(&log, 3).replace('\n', " ")
         );
+    }
+    if let Some(proxy) = proxy {
+        run.network = proxy.finish();
+        transcript.append(&Entry::Network {
+            during: "session".into(),
+            contacts: run.network.clone(),
+        })?;
     }
     transcript.append(&Entry::WorkerFinished {
         report: run.report.clone(),
@@ -499,6 +516,10 @@ fn spawn(
             }
             Ok(())
         });
+    }
+    // After the broker's descriptor is in place.
+    if let Some(proxy) = &launch.proxy {
+        proxy.inherit(&mut cmd);
     }
     tokio::process::Command::from(cmd)
         .kill_on_drop(true)

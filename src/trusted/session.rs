@@ -129,6 +129,7 @@ pub async fn run_session(
         grace: Duration::from_secs(project.config.run.grace_secs),
         cost_limit: plan.cost_limit.clone(),
         budget: project.config.budget.clone(),
+        proxy: super::proxy::Channel::for_spec(&spec, &project.config.sandbox.registries)?,
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 
@@ -192,6 +193,7 @@ pub async fn run_session(
         sandbox: &sandbox_layers,
         work_kept: imported.is_some(),
         loops: &run.loops,
+        network: &super::proxy::trailer_lines(&run.network),
     };
     let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
     let (verdict, reasons, commit) = record::record(project, &rec, head)?;

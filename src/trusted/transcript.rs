@@ -63,6 +63,12 @@ pub enum Entry {
         passed: bool,
         output_tail: String,
     },
+    /// The hosts a confined run (`during`: the session, or a verification
+    /// step) asked the registries proxy for, allowed or refused.
+    Network {
+        during: String,
+        contacts: Vec<super::proxy::Contact>,
+    },
     Verdict {
         verdict: String,
         reasons: Vec<String>,

@@ -29,6 +29,9 @@ pub struct SessionView {
     pub verdict: Option<VerdictView>,
     pub usage: Usage,
     pub cost_usd: f64,
+    /// The hosts the registries proxy was asked for: `during: host:port allowed xN`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -189,6 +192,9 @@ impl SessionView {
                 passed: *passed,
                 output_tail: output_tail.clone(),
             }),
+            Entry::Network { during, contacts } => self
+                .network
+                .extend(contacts.iter().map(|c| format!("{during}: {c}"))),
             Entry::Verdict {
                 verdict,
                 reasons,

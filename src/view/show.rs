@@ -127,6 +127,9 @@ pub fn render(view: &SessionView) -> String {
         out.push(String::new());
         out.extend(render_turn(turn));
     }
+    for host in &view.network {
+        out.push(format!("network   {host}"));
+    }
     out.push(String::new());
     out.extend(render_end(view));
     out.join("\n") + "\n"

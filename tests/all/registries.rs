@@ -351,3 +351,79 @@ fn a_real_package_installs_from_pypi_with_the_default_registries() {
     assert!(said.contains("six 1.16.0"), "{said}");
     assert!(!said.contains("example.com: 0"), "{said}");
 }
+
+/// Python that fetches `url` and prints the body, or says why not.
+fn fetch(url: &str) -> String {
+    format!(
+        "/usr/bin/python3 -c \"import urllib.request as u\ntry: print('GOT', u.urlopen('{url}', timeout=10).read().decode().strip())\nexcept Exception as e: print('FAILED', e)\""
+    )
+}
+
+#[test]
+fn a_session_that_opts_in_reaches_the_registry_and_the_record_names_every_host() {
+    let env = crate::common::Env::new();
+    let (_files, registry) = registry_with_a_file();
+    let other = StandIn::serve(Path::new("/nonexistent"));
+    let profile = env.write(
+        "registries.toml",
+        &profile_text(&[registry.host()], "best-effort"),
+    );
+    let features = crate::common::features(&[("F001", false, "true")]);
+    let mut turns = crate::common::initializer(&features);
+    turns.as_array_mut().unwrap().insert(
+        0,
+        crate::common::turn(vec![
+            crate::common::bash(&fetch(&registry.url("/pkg.txt"))),
+            crate::common::bash(&fetch(&other.url("/"))),
+            crate::common::bash(&fetch(&registry.url("/pkg.txt"))),
+        ]),
+    );
+    let model = env.model(serde_json::json!({ "1": turns }));
+    let o = env
+        .init_command("# spec\n", &model)
+        .args(["--profile"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let requests = env.requests(1);
+    let results = serde_json::to_string(&requests[1]).unwrap();
+    assert!(results.contains("GOT PACKAGE-CONTENT"), "{results}");
+    assert!(results.contains("FAILED HTTP Error 403"), "{results}");
+    assert_eq!(other.connections(), 0);
+
+    let transcript = env.transcript(1);
+    let network: Vec<&serde_json::Value> = transcript
+        .iter()
+        .filter(|e| e["type"] == "network" && e["during"] == "session")
+        .collect();
+    assert_eq!(network.len(), 1, "{transcript:?}");
+    let contacts = &network[0]["contacts"];
+    let port = |p: u16| serde_json::json!(p);
+    assert!(
+        contacts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["port"] == port(registry.addr.port())
+                && c["allowed"] == true
+                && c["connections"] == 2),
+        "{contacts}"
+    );
+    assert!(
+        contacts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["port"] == port(other.addr.port()) && c["allowed"] == false),
+        "{contacts}"
+    );
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    for line in [
+        format!("Longrun-Network: {} allowed x2", registry.host()),
+        format!("Longrun-Network: {} refused x1", other.host()),
+        "Longrun-Sandbox: network: package registries through longrun's proxy".to_string(),
+    ] {
+        assert!(message.contains(&line), "{line}: {message}");
+    }
+}
