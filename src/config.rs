@@ -53,6 +53,10 @@ pub struct ModelSection {
     pub api_key_env: Option<String>,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f64>,
+    /// The model family whose defaults fill in what is unset here and in
+    /// `[harness]` (window, output cap, temperature, edit format, text-call
+    /// recovery); unset, it is recognised in the model's name.
+    pub family: Option<String>,
     /// The model's context window in tokens; overrides `[harness] context_window`.
     pub context_window: Option<u64>,
     /// Prices in USD per million tokens, overriding the built-in table.
@@ -312,6 +316,16 @@ impl Config {
         })?;
         // Bad glob patterns are caught here, not when a session starts.
         crate::permissions::Policy::new(&config.permissions)?;
+        if let Some(family) = &config.model.family {
+            let known = crate::model::family::known();
+            if !known.iter().any(|k| k.eq_ignore_ascii_case(family.trim())) {
+                return Err(bad_input(format!(
+                    "{}: [model] family = {family:?} is not a known model family; use one of {} or remove it to detect the family from the model's name",
+                    origin.display(),
+                    known.join(", ")
+                )));
+            }
+        }
         Ok(config)
     }
 

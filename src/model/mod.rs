@@ -7,6 +7,7 @@
 //! answers with [`ChatResponse`]s from the provider chosen by [`ModelSpec`].
 
 mod anthropic;
+pub mod family;
 mod http;
 mod openai;
 mod price;

@@ -121,12 +121,16 @@ impl ProviderSettings {
                 spec.display()
             )));
         }
+        // A local model's family fills in the output cap and temperature left unset.
+        let profile = super::family::profile(section.family.as_deref(), &spec.display());
         Ok(ProviderSettings {
             base_url,
             key,
             key_source,
-            max_output_tokens: section.max_output_tokens,
-            temperature: section.temperature,
+            max_output_tokens: section
+                .max_output_tokens
+                .or(profile.map(|p| p.max_output_tokens)),
+            temperature: section.temperature.or(profile.map(|p| p.temperature)),
             timeouts: timeouts(section)?,
             retry: retry_policy(section)?,
             prices: PriceOverride {

@@ -16,6 +16,7 @@ use super::{import, workspace};
 use super::{Project, Reporter, Verdict};
 use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::{Feature, FeatureList};
+use crate::model::family::{profile, Profile};
 use crate::model::Provider;
 use crate::protocol::{FeatureBrief, WorkerConfig};
 use crate::sandbox::SandboxSpec;
@@ -116,7 +117,7 @@ pub async fn run_session(
     reporter.session_started(plan.number, plan.role.as_str(), feature_id.as_deref());
 
     let spec = sandbox_spec(project, &work, &tmp, &home, vec![broker::WORKER_FD]);
-    let config = worker_config(project, &plan, spec.clone())?;
+    let config = worker_config(project, &plan, spec.clone(), &model_name)?;
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
 
@@ -547,6 +548,7 @@ fn worker_config(
     project: &Project,
     plan: &SessionPlan,
     sandbox: SandboxSpec,
+    model: &str,
 ) -> anyhow::Result<WorkerConfig> {
     let features = project.features()?;
     let (passing, total) = features
@@ -565,15 +567,13 @@ fn worker_config(
         feature,
         sandbox,
         budget: project.config.budget.clone(),
-        harness: crate::config::HarnessSettings {
-            // The model's own window, when [model] names it, is what the harness must fit.
-            context_window: project
-                .config
-                .model
-                .context_window
-                .unwrap_or(project.config.harness.context_window),
-            ..project.config.harness.clone()
-        },
+        // The model's own window, when [model] names it, is what the harness
+        // must fit; its family fills in what longrun.toml leaves unset.
+        harness: Profile::harness(
+            profile(project.config.model.family.as_deref(), model).as_ref(),
+            &project.config.model,
+            &project.config.harness,
+        ),
         checks: project.config.checks.commands.clone(),
         check_timeout_secs: project.config.checks.timeout_secs,
         protected: project.config.run.protected.clone(),

@@ -310,3 +310,49 @@ fn untracked_build_output_is_not_the_models_problem() {
         .collect();
     assert_eq!(checks, [true, true]);
 }
+
+#[test]
+fn a_model_family_fills_in_the_harness_settings_left_unset() {
+    let answer = "done.txt\n```\nok\n```\n";
+    let env = project(
+        json!([done(answer), done("stop")]),
+        CHECK,
+        &[("[model]\n", "[model]\nfamily = \"smollm\"\n")],
+    );
+    let worker: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project().join(".longrun/sessions/0002/worker.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(worker["harness"]["context_window"], 8192);
+    assert_eq!(worker["harness"]["edit_format"], "whole-file");
+    assert_eq!(worker["harness"]["text_calls"], true);
+    let requests = env.requests(2);
+    let results: Vec<&Value> = messages(&requests[1])
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(results.len(), 1, "the file block was written");
+    assert_eq!(results[0]["name"], "write_file");
+}
+
+#[test]
+fn an_unknown_model_family_names_the_field_and_the_known_ones() {
+    let env = project(json!([]), CHECK, &[]);
+    let path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&path).unwrap().replacen(
+        "[model]\n",
+        "[model]\nfamily = \"qwen9\"\n",
+        1,
+    );
+    std::fs::write(&path, toml).unwrap();
+    env.git(&["commit", "-qam", "an unknown family"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "[model] family = \"qwen9\" is not a known model family; use one of qwen2.5-coder"
+        ),
+        "{err}"
+    );
+}
