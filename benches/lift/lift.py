@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""The lift benchmark: does longrun lift a local model above what it does alone?
+
+Each task in tasks/ (a stub, its tests, a description) is run three ways
+against one OpenAI-compatible server (llama-server on 127.0.0.1):
+
+  bare     one request with the stub and the tests; the last code block of
+           the answer is the file.
+  minimal  a minimal harness: read_file and run_tests tools, the last code
+           block of an answer written to the file, the tests run by the
+           harness after every edit, a notice when the same code comes back,
+           at most 8 model calls.
+  longrun  a longrun project whose initializer (scripted, no model) commits
+           the stub, the tests and one feature whose check runs them; then
+           `longrun continue --sessions 3` with the model. What counts is
+           the file on main after the run.
+
+For each it prints tests passing, model calls, tokens and wall time, as a
+table (and as JSON with --json). Only the standard library; `--dry-run`
+prints what would run without a server; `--self-test` checks the logic.
+
+Usage:
+  lift.py --base-url http://127.0.0.1:18080/v1 --model qwen2.5-coder-1.5b-instruct \
+          [--tasks parse_duration,roman] [--modes bare,minimal,longrun] \
+          [--longrun target/debug/longrun] [--temperature 0] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+# The benchmark leaves nothing behind in the repository.
+sys.dont_write_bytecode = True
+
+HERE = Path(__file__).resolve().parent
+TASKS = HERE / "tasks"
+MODES = ("bare", "minimal", "longrun")
+MINIMAL_CALLS = 8
+TEST_TIMEOUT = 120
+
+
+# ---- tasks ----
+
+def load_tasks(names=None):
+    tasks = []
+    for d in sorted(p for p in TASKS.iterdir() if (p / "task.json").exists()):
+        task = json.loads((d / "task.json").read_text())
+        task["dir"] = d
+        if names is None or task["id"] in names:
+            tasks.append(task)
+    if names:
+        missing = set(names) - {t["id"] for t in tasks}
+        if missing:
+            raise SystemExit(f"unknown task(s): {', '.join(sorted(missing))}; see {TASKS}")
+    return tasks
+
+
+def task_files(task):
+    """The files a task starts with: the stub and the tests."""
+    return [task["file"], *task["tests"]]
+
+
+def fresh_copy(task, into):
+    for name in task_files(task):
+        shutil.copy(task["dir"] / name, Path(into) / name)
+
+
+# ---- counting tests ----
+
+def count_passing(output, total):
+    """Tests passing, from unittest's or node --test's output; at most `total`."""
+    ran = re.findall(r"^Ran (\d+) tests? in", output, re.M)
+    if ran:
+        status = re.findall(r"^(?:OK|FAILED)(?: \((.*)\))?\s*$", output, re.M)
+        fields = dict(kv.split("=", 1) for kv in (status[-1] if status else "").split(", ") if "=" in kv)
+        # An import error is one "test" that errs: nothing passes then.
+        not_passing = sum(int(fields.get(k, 0)) for k in ("failures", "errors", "skipped", "expected failures"))
+        return max(0, min(total, int(ran[-1]) - not_passing))
+    passed = re.findall(r"^(?:#|ℹ) pass (\d+)", output, re.M)
+    if passed:
+        return min(total, int(passed[-1]))
+    return 0
+
+
+def run_tests(task, workdir):
+    """(tests passing, output) of the task's test command in `workdir`."""
+    try:
+        p = subprocess.run(task["test_command"], shell=True, cwd=workdir, capture_output=True,
+                           text=True, timeout=TEST_TIMEOUT, env=test_env())
+        out = p.stdout + p.stderr
+    except subprocess.TimeoutExpired:
+        out = f"[timed out after {TEST_TIMEOUT} s]"
+    return count_passing(out, task["total"]), out
+
+
+def test_env():
+    env = dict(os.environ)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+# ---- code blocks ----
+
+FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+
+
+def last_code_block(text):
+    blocks = FENCE.findall(text or "")
+    return blocks[-1] if blocks else None
+
+
+# ---- the server ----
+
+class Client:
+    """Chat Completions over HTTP, counting calls and tokens."""
+
+    def __init__(self, base_url, model, temperature, max_tokens, timeout=1800):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.calls = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+
+    def chat(self, messages, tools=None):
+        body = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                "max_tokens": self.max_tokens}
+        if tools:
+            body["tools"] = tools
+        req = urllib.request.Request(f"{self.base_url}/chat/completions",
+                                     data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=self.timeout) as r:
+            answer = json.load(r)
+        self.calls += 1
+        usage = answer.get("usage") or {}
+        self.tokens_in += usage.get("prompt_tokens", 0)
+        self.tokens_out += usage.get("completion_tokens", 0)
+        return answer["choices"][0]["message"]
+
+
+# ---- the three modes ----
+
+def run_bare(task, client, workdir):
+    fresh_copy(task, workdir)
+    files = "\n\n".join(f"{name}:\n```\n{(Path(workdir) / name).read_text()}```" for name in task_files(task))
+    prompt = (f"{task['description']}\n\n{files}\n\n"
+              f"Reply with the complete new {task['file']} in one code block.")
+    message = client.chat([{"role": "user", "content": prompt}])
+    code = last_code_block(message.get("content"))
+    if code is not None:
+        (Path(workdir) / task["file"]).write_text(code)
+    return run_tests(task, workdir)[0]
+
+
+MINIMAL_TOOLS = [
+    {"type": "function", "function": {
+        "name": "read_file", "description": "Read a file of the task.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}},
+    {"type": "function", "function": {
+        "name": "run_tests", "description": "Run the tests and see their output.",
+        "parameters": {"type": "object", "properties": {}}}},
+]
+
+
+def run_minimal(task, client, workdir):
+    fresh_copy(task, workdir)
+    system = ("You are a coding agent. Tools: read_file(path) and run_tests(). To change the file, "
+              f"reply with the complete new {task['file']} in one code block; the harness writes it "
+              "and runs the tests.")
+    messages = [{"role": "system", "content": system},
+                {"role": "user", "content": f"{task['description']}\nThe files: {', '.join(task_files(task))}."}]
+    best, last_code = 0, None
+    while client.calls < MINIMAL_CALLS:
+        message = client.chat(messages, MINIMAL_TOOLS)
+        calls = message.get("tool_calls") or []
+        messages.append({"role": "assistant", "content": message.get("content") or "",
+                         **({"tool_calls": calls} if calls else {})})
+        for call in calls:
+            messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
+                             "content": minimal_tool(task, workdir, call)})
+        code = last_code_block(message.get("content"))
+        if code is not None:
+            if code == last_code:
+                messages.append({"role": "user", "content": "That is the same code as before; the tests still fail the same way. Change the approach."})
+                continue
+            last_code = code
+            (Path(workdir) / task["file"]).write_text(code)
+            passing, out = run_tests(task, workdir)
+            best = passing
+            if passing == task["total"]:
+                break
+            messages.append({"role": "user", "content": f"{passing} of {task['total']} tests pass. The end of the output:\n{out[-2000:]}"})
+        elif not calls:
+            messages.append({"role": "user", "content": f"Reply with the complete new {task['file']} in one code block."})
+    return run_tests(task, workdir)[0] if last_code is not None else best
+
+
+def minimal_tool(task, workdir, call):
+    fn = call.get("function", {})
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {}
+    if fn.get("name") == "read_file":
+        name = Path(str(args.get("path", ""))).name
+        path = Path(workdir) / name
+        return path.read_text() if name in task_files(task) and path.exists() else f"no such file: {name}"
+    if fn.get("name") == "run_tests":
+        return run_tests(task, workdir)[1][-3000:]
+    return f"unknown tool {fn.get('name')}"
+
+
+def longrun_toml(model, base_url, temperature, max_tokens):
+    return f"""[model]
+provider = "openai"
+name = {json.dumps(model)}
+base_url = {json.dumps(base_url)}
+temperature = {temperature}
+max_output_tokens = {max_tokens}
+first_byte_timeout_secs = 1800
+idle_timeout_secs = 600
+max_tries = 2
+
+[budget]
+steps = 40
+wall_time_secs = 1800
+
+[checks]
+commands = []
+timeout_secs = 120
+"""
+
+
+def initializer_script(task):
+    """A scripted initializer: the stub, the tests, one feature whose check runs them."""
+    feature = {"id": "F001", "category": "functional", "description": task["description"],
+               "steps": [f"implement {task['file']}", "run the check"],
+               "check": task["test_command"], "passes": False}
+    writes = [{"name": "write_file", "arguments": {"path": name, "content": (task["dir"] / name).read_text()}}
+              for name in task_files(task)]
+    writes += [
+        {"name": "write_file", "arguments": {"path": "features.json",
+                                             "content": json.dumps({"features": [feature]}, indent=2) + "\n"}},
+        {"name": "write_file", "arguments": {"path": "init.sh", "content": "#!/usr/bin/env bash\nexit 0\n"}},
+        {"name": "write_file", "arguments": {"path": "progress.md",
+                                             "content": f"# Progress\n\nTests: `{task['test_command']}`.\n"}},
+        {"name": "write_file", "arguments": {"path": ".gitignore",
+                                             "content": "__pycache__/\n*.pyc\nnode_modules/\n"}},
+    ]
+    commit = {"name": "bash", "arguments": {"command": "chmod +x init.sh && git add -A && git commit -qm 'The task: stub, tests, one feature'"}}
+    return {"sessions": {"1": [{"tool_calls": writes}, {"tool_calls": [commit]}, {"text": "initialized"}]}}
+
+
+def longrun_commands(task, longrun, project, spec, script, model, base_url):
+    return [
+        [longrun, "init", str(spec), "--dir", str(project), "--model", f"scripted:{script}", "--quiet"],
+        [longrun, "continue", "--dir", str(project), "--sessions", "3", "--model", f"openai:{model}",
+         "--base-url", base_url, "--quiet"],
+    ]
+
+
+def run_longrun(task, client, workdir, longrun):
+    work = Path(workdir)
+    project, spec, script = work / "project", work / "spec.md", work / "init.json"
+    project.mkdir()
+    (project / "longrun.toml").write_text(longrun_toml(client.model, client.base_url, client.temperature, client.max_tokens))
+    spec.write_text(f"# {task['id']}\n\n{task['description']}\n")
+    script.write_text(json.dumps(initializer_script(task)))
+    init, cont = longrun_commands(task, longrun, project, spec, script, client.model, client.base_url)
+    subprocess.run(init, check=True, capture_output=True)
+    subprocess.run(cont, capture_output=True)
+    client.calls, client.tokens_in, client.tokens_out = longrun_usage(project)
+    # What counts is what is on main.
+    judged = work / "judged"
+    judged.mkdir()
+    fresh_copy(task, judged)
+    shown = subprocess.run(["git", "-C", str(project), "show", f"main:{task['file']}"], capture_output=True, text=True)
+    if shown.returncode == 0:
+        (judged / task["file"]).write_text(shown.stdout)
+    return run_tests(task, judged)[0]
+
+
+def longrun_usage(project):
+    """Model requests and tokens of the worker sessions (the scripted initializer is session 1)."""
+    calls = tokens_in = tokens_out = 0
+    for t in sorted((project / ".longrun" / "sessions").glob("*/transcript.jsonl")):
+        if t.parent.name == "0001":
+            continue
+        for line in t.read_text().splitlines():
+            e = json.loads(line)
+            if e.get("type") == "response":
+                calls += 1
+                usage = (e.get("response") or {}).get("usage") or {}
+                tokens_in += usage.get("input_tokens", 0)
+                tokens_out += usage.get("output_tokens", 0)
+    return calls, tokens_in, tokens_out
+
+
+# ---- the table ----
+
+def table(rows):
+    head = ["model", "task", "mode", "tests passing", "model calls", "tokens in/out", "time"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['task']} | {r['mode']} | {r['passing']}/{r['total']} | {r['calls']} | "
+                     f"{r['tokens_in']}/{r['tokens_out']} | {r['seconds']:.0f} s |")
+    sums = {}
+    for r in rows:
+        key = (r["model"], r["mode"])
+        p, t = sums.get(key, (0, 0))
+        sums[key] = (p + r["passing"], t + r["total"])
+    for (model, mode), (p, t) in sums.items():
+        lines.append(f"| {model} | **all** | {mode} | **{p}/{t}** | | | |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base-url", default="http://127.0.0.1:18080/v1")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    ap.add_argument("--tasks", help="comma-separated task ids (default: all)")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--longrun", default=str(HERE.parent.parent / "target" / "debug" / "longrun"))
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--max-tokens", type=int, default=2048)
+    ap.add_argument("--json", help="also write the rows as JSON to this file")
+    ap.add_argument("--dry-run", action="store_true", help="print what would run; no server needed")
+    ap.add_argument("--self-test", action="store_true", help="run the benchmark's own unit tests")
+    args = ap.parse_args(argv)
+    if args.self_test:
+        import unittest
+        sys.path.insert(0, str(HERE))
+        suite = unittest.defaultTestLoader.loadTestsFromName("test_lift")
+        return 0 if unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful() else 1
+    tasks = load_tasks(args.tasks.split(",") if args.tasks else None)
+    modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise SystemExit(f"unknown mode(s) {bad}; use {', '.join(MODES)}")
+    if args.dry_run:
+        for task in tasks:
+            for mode in modes:
+                print(f"{args.model} {task['id']} {mode}: {task['test_command']} ({task['total']} tests)")
+                if mode == "longrun":
+                    for cmd in longrun_commands(task, args.longrun, "PROJECT", "SPEC.md", "INIT.json",
+                                                args.model, args.base_url):
+                        print("    " + " ".join(cmd))
+        return 0
+    rows = []
+    for task in tasks:
+        for mode in modes:
+            client = Client(args.base_url, args.model, args.temperature, args.max_tokens)
+            with tempfile.TemporaryDirectory(prefix=f"lift-{task['id']}-{mode}-") as workdir:
+                started = time.monotonic()
+                try:
+                    if mode == "bare":
+                        passing = run_bare(task, client, workdir)
+                    elif mode == "minimal":
+                        passing = run_minimal(task, client, workdir)
+                    else:
+                        passing = run_longrun(task, client, workdir, args.longrun)
+                except Exception as e:  # one failed run is a row with 0, not the end of the table
+                    print(f"{task['id']} {mode}: {e}", file=sys.stderr)
+                    passing = 0
+                seconds = time.monotonic() - started
+            row = {"model": args.model, "task": task["id"], "mode": mode, "passing": passing,
+                   "total": task["total"], "calls": client.calls, "tokens_in": client.tokens_in,
+                   "tokens_out": client.tokens_out, "seconds": seconds}
+            rows.append(row)
+            print(f"{task['id']} {mode}: {passing}/{task['total']} in {seconds:.0f} s", file=sys.stderr)
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""The most frequent words of a text."""
+
+
+def top_words(text: str, n: int) -> list[tuple[str, int]]:
+    raise NotImplementedError

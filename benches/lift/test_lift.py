@@ -1,0 +1,215 @@
+"""The lift benchmark's own tests: the tasks, the counting, the modes against
+a fake server on 127.0.0.1. Run with `python3 benches/lift/lift.py --self-test`."""
+
+import contextlib
+import io
+import json
+import tempfile
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import lift
+
+SOLUTIONS = lift.HERE / "solutions"
+
+
+def solved(task, workdir):
+    lift.fresh_copy(task, workdir)
+    (Path(workdir) / task["file"]).write_text((SOLUTIONS / task["id"] / task["file"]).read_text())
+
+
+class FakeServer:
+    """Chat Completions on 127.0.0.1:0, answering from a list of messages, recording requests."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.requests.append(body)
+                message = outer.answers.pop(0) if outer.answers else {"role": "assistant", "content": "done"}
+                data = json.dumps({"choices": [{"message": message}],
+                                   "usage": {"prompt_tokens": 100, "completion_tokens": 10}}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = HTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def client(self):
+        return lift.Client(f"http://127.0.0.1:{self.httpd.server_port}/v1", "m", 0.0, 256)
+
+
+def code_answer(task):
+    code = (SOLUTIONS / task["id"] / task["file"]).read_text()
+    return {"role": "assistant", "content": f"Here it is:\n```python\n{code}```\n"}
+
+
+class TestTasks(unittest.TestCase):
+    def test_every_solution_passes_every_test_and_every_stub_none(self):
+        tasks = lift.load_tasks()
+        self.assertGreaterEqual(len(tasks), 4)
+        self.assertIn("parse_duration", [t["id"] for t in tasks])
+        self.assertIn("javascript", [t["language"] for t in tasks])
+        for task in tasks:
+            with tempfile.TemporaryDirectory() as d:
+                lift.fresh_copy(task, d)
+                self.assertEqual(lift.run_tests(task, d)[0], 0, task["id"])
+                solved(task, d)
+                passing, out = lift.run_tests(task, d)
+                self.assertEqual(passing, task["total"], f"{task['id']}: {out}")
+
+    def test_parse_duration_has_thirteen_tests(self):
+        (task,) = lift.load_tasks(["parse_duration"])
+        self.assertEqual(task["total"], 13)
+        self.assertEqual((task["dir"] / "test_duration.py").read_text().count("    def test_"), 13)
+
+
+class TestCounting(unittest.TestCase):
+    def test_unittest_and_node_outputs(self):
+        cases = [
+            ("Ran 13 tests in 0.1s\n\nFAILED (failures=4, errors=2)\n", 13, 7),
+            ("Ran 1 test in 0.0s\n\nFAILED (errors=1)\n", 13, 0),
+            ("Ran 13 tests in 0.0s\n\nOK\n", 13, 13),
+            ("# tests 9\n# pass 6\n# fail 3\n", 9, 6),
+            ("ℹ tests 9\nℹ pass 9\n", 9, 9),
+            ("SyntaxError: invalid syntax\n", 13, 0),
+        ]
+        for output, total, expected in cases:
+            self.assertEqual(lift.count_passing(output, total), expected, output)
+
+    def test_the_last_code_block_is_taken(self):
+        text = "first\n```python\na = 1\n```\nthen\n```\nb = 2\n```\n"
+        self.assertEqual(lift.last_code_block(text), "b = 2\n")
+        self.assertIsNone(lift.last_code_block("no code"))
+
+
+class TestModes(unittest.TestCase):
+    def test_bare_takes_the_last_block_of_one_answer(self):
+        (task,) = lift.load_tasks(["parse_duration"])
+        with FakeServer([code_answer(task)]) as server, tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            self.assertEqual(lift.run_bare(task, client, d), 13)
+            self.assertEqual((client.calls, client.tokens_in, client.tokens_out), (1, 100, 10))
+            prompt = server.requests[0]["messages"][0]["content"]
+            self.assertIn("def test_combined", prompt)
+            self.assertEqual(server.requests[0]["temperature"], 0.0)
+
+    def test_minimal_runs_tools_writes_blocks_and_notices_repeats(self):
+        (task,) = lift.load_tasks(["roman"])
+        read = {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"test_roman.py\"}"}}]}
+        wrong = {"role": "assistant", "content": "```python\ndef to_roman(n):\n    return 'I'\n```"}
+        answers = [read, wrong, wrong, code_answer(task)]
+        with FakeServer(answers) as server, tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            self.assertEqual(lift.run_minimal(task, client, d), 10)
+            self.assertEqual(client.calls, 4)
+            second = server.requests[1]["messages"]
+            self.assertEqual(second[-1]["role"], "tool")
+            self.assertIn("def test_round_trip", second[-1]["content"])
+            fourth = server.requests[3]["messages"]
+            self.assertIn("same code as before", fourth[-1]["content"])
+            self.assertIn("0 of 10 tests pass", server.requests[2]["messages"][-1]["content"])
+
+    def test_minimal_stops_at_eight_calls(self):
+        (task,) = lift.load_tasks(["wordfreq"])
+        chat = {"role": "assistant", "content": "I think it works."}
+        with FakeServer([chat] * 20) as server, tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            self.assertEqual(lift.run_minimal(task, client, d), 0)
+            self.assertEqual(client.calls, lift.MINIMAL_CALLS)
+
+
+LONGRUN = lift.HERE.parent.parent / "target" / "debug" / "longrun"
+
+
+def json_block(name, arguments):
+    return {"role": "assistant",
+            "content": "```json\n" + json.dumps({"name": name, "arguments": arguments}) + "\n```"}
+
+
+class TestLongrunMode(unittest.TestCase):
+    @unittest.skipUnless(LONGRUN.exists(), "needs target/debug/longrun (cargo build)")
+    def test_longrun_mode_end_to_end_with_a_model_that_writes_calls_as_text(self):
+        """The whole longrun mode against a fake server answering as Qwen2.5-Coder
+        does: whole files headed by their path, tool calls in ```json blocks."""
+        (task,) = lift.load_tasks(["wordfreq"])
+        code = (SOLUTIONS / task["id"] / task["file"]).read_text()
+        feature = json.loads(json.dumps(lift.initializer_script(task)))["sessions"]["1"][0]["tool_calls"]
+        features = next(c["arguments"]["content"] for c in feature if c["arguments"]["path"] == "features.json")
+        done = features.replace('"passes": false', '"passes": true')
+        answers = [
+            {"role": "assistant", "content": f"wordfreq.py\n```python\n{code}```\n"},
+            {"role": "assistant", "content": f"features.json\n```json\n{done}```\n"},
+            json_block("bash", {"command": "echo 'F001: top_words' >> progress.md && git add -A && git commit -qm F001"}),
+            {"role": "assistant", "content": "Done."},
+        ]
+        with FakeServer(answers) as server, tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            client.model = "qwen2.5-coder-1.5b-instruct"
+            passing = lift.run_longrun(task, client, d, str(LONGRUN))
+            log = (Path(d) / "project" / ".longrun" / "longrun.log")
+            self.assertEqual(passing, task["total"], log.read_text() if log.exists() else "")
+            self.assertEqual(client.calls, 4)
+            self.assertEqual(client.tokens_in, 400)
+
+
+class TestLongrunSetUp(unittest.TestCase):
+    def test_the_scripted_initializer_commits_the_task_and_one_checked_feature(self):
+        (task,) = lift.load_tasks(["slugify_js"])
+        script = lift.initializer_script(task)
+        turns = script["sessions"]["1"]
+        writes = {c["arguments"]["path"]: c["arguments"]["content"] for c in turns[0]["tool_calls"]}
+        self.assertEqual(writes["slugify.test.js"], (task["dir"] / "slugify.test.js").read_text())
+        features = json.loads(writes["features.json"])["features"]
+        self.assertEqual([(f["id"], f["check"], f["passes"]) for f in features],
+                         [("F001", "node --test slugify.test.js", False)])
+        self.assertIn("__pycache__/", writes[".gitignore"])
+        self.assertIn("git commit", turns[1]["tool_calls"][0]["arguments"]["command"])
+
+    def test_longrun_toml_names_the_local_server_and_no_key(self):
+        toml = lift.longrun_toml("qwen2.5-coder-1.5b-instruct", "http://127.0.0.1:18080/v1", 0.0, 2048)
+        self.assertIn('base_url = "http://127.0.0.1:18080/v1"', toml)
+        self.assertIn("temperature = 0.0", toml)
+        self.assertNotIn("api_key", toml)
+
+    def test_dry_run_prints_each_run_and_the_longrun_commands(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = lift.main(["--dry-run", "--tasks", "parse_duration", "--longrun", "/bin/longrun"])
+        self.assertEqual(rc, 0)
+        text = out.getvalue()
+        for mode in lift.MODES:
+            self.assertIn(f"parse_duration {mode}:", text)
+        self.assertIn("/bin/longrun continue --dir PROJECT --sessions 3 --model openai:qwen2.5-coder-1.5b-instruct", text)
+
+    def test_the_table_sums_each_mode(self):
+        rows = [{"model": "m", "task": t, "mode": "bare", "passing": p, "total": 10, "calls": 1,
+                 "tokens_in": 5, "tokens_out": 1, "seconds": 2.0} for t, p in (("a", 3), ("b", 4))]
+        text = lift.table(rows)
+        self.assertIn("| m | a | bare | 3/10 | 1 | 5/1 | 2 s |", text)
+        self.assertIn("| m | **all** | bare | **7/20** |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
