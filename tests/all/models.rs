@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::common::*;
+use crate::mock_server::{stream_turns, MockServer, Wire};
 
 const CHECK: &str = "test -f done.txt";
 
@@ -394,4 +395,53 @@ fn the_real_model_script_dry_runs_without_downloading_or_serving_anything() {
         assert!(said.contains(expected), "no `{expected}` in:\n{said}");
     }
     assert!(!cache.exists(), "a dry run writes nothing");
+}
+
+#[test]
+fn through_the_openai_wire_a_local_models_text_calls_come_back_as_tool_calls_and_results() {
+    let env = Env::new();
+    let answer = format!(
+        "done.txt\n```\nok\n```\n\nfeatures.json\n```json\n{}```\n",
+        done_features(CHECK)
+    );
+    let commit = json_block(
+        "bash",
+        json!({"command": "echo 'F001 done' >> progress.md && git add -A && git commit -qm F001"}),
+    );
+    let worker = json!([done(&answer), done(&commit), done("Done.")]);
+    let mut script = stream_turns(
+        Wire::Openai,
+        &initializer(&features(&[("F001", false, CHECK)])),
+        1,
+    );
+    script.extend(stream_turns(Wire::Openai, &worker, 10));
+    let server = MockServer::start(Wire::Openai, script);
+    // The family is recognised in the name: whole-file edits, its output cap and temperature.
+    crate::providers::prepare(&env, &server, "openai:qwen2.5-coder-1.5b-instruct", "");
+    let out = crate::providers::init(&env);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let msg = last_verdict(&env);
+    assert!(msg.contains("Longrun-Verdict: accepted"), "{msg}");
+
+    let requests = server.requests();
+    let worker_requests = &requests[3..];
+    assert_eq!(worker_requests.len(), 3);
+    for r in worker_requests {
+        assert_eq!(r.body["temperature"], 0.2);
+        assert_eq!(r.body["max_tokens"], 4096);
+    }
+    let second = worker_requests[1].body["messages"].as_array().unwrap();
+    let assistant = second.iter().rfind(|m| m["role"] == "assistant").unwrap();
+    let calls = assistant["tool_calls"].as_array().unwrap();
+    let ids: Vec<&str> = calls.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["recovered_1_0", "recovered_1_1"]);
+    assert_eq!(calls[0]["function"]["name"], "write_file");
+    let results: Vec<&str> = second
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ids, "every recovered call is answered by its id");
 }
