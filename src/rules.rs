@@ -199,11 +199,9 @@ fn is_hfs_ignored(c: char) -> bool {
     matches!(c as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff)
 }
 
-/// A session-made path as it may be shown: control characters replaced.
+/// A session-made path as it may be shown: one line, control characters removed.
 pub fn printable(path: &str) -> String {
-    path.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+    crate::sanitize::line(path)
 }
 
 #[cfg(test)]

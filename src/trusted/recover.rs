@@ -30,6 +30,10 @@ pub fn unrecorded(project: &Project, history: &History) -> Vec<u32> {
 /// Recover every unrecorded session; returns their numbers.
 pub fn recover_all(project: &Project, reporter: &Reporter) -> anyhow::Result<Vec<u32>> {
     crate::trusted::repo::resync_worktree(&project.repo)?;
+    // Quarantines of imports a crash cut short: never published, never needed.
+    if let Err(e) = crate::fsutil::remove_tree(&project.longrun_dir().join("import")) {
+        tracing::warn!("{e:#}");
+    }
     let numbers = unrecorded(project, &project.history()?);
     for &n in &numbers {
         recover(project, n, reporter)?;
