@@ -44,13 +44,26 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     e.warnings.extend(limits.warnings);
     e.layers.push(network::isolate(profile.network)?);
     let mounts = mounts::restrict(spec, bound.own_pid_namespace)?;
-    e.layers.extend(mounts.layers);
-    e.warnings.extend(mounts.warnings);
+    e.layers.extend(mounts.layers.iter().cloned());
+    e.warnings.extend(mounts.warnings.iter().cloned());
     e.layers.push(caps::drop_all()?);
     no_new_privs()?;
     e.layers.push("no_new_privs: set".into());
     e.layers.push(seccomp::apply(profile.network)?);
-    let landlock = landlock::restrict(spec).context("cannot apply the Landlock ruleset")?;
+    if !mounts.uncovered.is_empty() {
+        let names: Vec<String> = mounts
+            .uncovered
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        e.warnings.push(format!(
+            "credentials: not covered by a mount ({}); left out of the Landlock grants instead, \
+             their directories granted entry by entry",
+            names.join(", ")
+        ));
+    }
+    let landlock =
+        landlock::restrict(spec, &mounts.uncovered).context("cannot apply the Landlock ruleset")?;
     e.layers.push(landlock.layer);
     close_inherited(&spec.keep_fds);
     not_dumpable()?;

@@ -11,6 +11,8 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
+use std::path::{Path, PathBuf};
+
 use super::{Network, SandboxSpec};
 
 /// The newest ABI whose rights are requested (and tested).
@@ -86,8 +88,9 @@ pub fn missing_features(abi: i32, network: Network) -> Vec<String> {
     missing
 }
 
-/// Build the ruleset for `spec` and restrict the calling thread with it.
-pub fn restrict(spec: &SandboxSpec) -> anyhow::Result<LandlockOutcome> {
+/// Build the ruleset for `spec` and restrict the calling thread with it,
+/// granting nothing of `left_out` (credential files no mount covers).
+pub fn restrict(spec: &SandboxSpec, left_out: &[PathBuf]) -> anyhow::Result<LandlockOutcome> {
     let abi = usable_abi();
     let network = spec.profile.network;
     let missing = missing_features(abi, network);
@@ -99,7 +102,12 @@ pub fn restrict(spec: &SandboxSpec) -> anyhow::Result<LandlockOutcome> {
             missing,
         });
     }
-    let status = ruleset(spec, network, ABI::from(abi.min(TESTED_ABI as i32)))?;
+    let status = ruleset(
+        spec,
+        left_out,
+        network,
+        ABI::from(abi.min(TESTED_ABI as i32)),
+    )?;
     let layer = describe(&status, abi, network, missing.is_empty());
     Ok(LandlockOutcome {
         abi,
@@ -121,7 +129,12 @@ fn usable_abi() -> i32 {
     cap.map_or(kernel, |c| c.min(kernel)).max(0)
 }
 
-fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<RestrictionStatus> {
+fn ruleset(
+    spec: &SandboxSpec,
+    left_out: &[PathBuf],
+    network: Network,
+    abi: ABI,
+) -> anyhow::Result<RestrictionStatus> {
     let all = AccessFs::from_all(abi);
     let read_exec = AccessFs::from_read(abi);
     let device = AccessFs::from_file(abi) & !AccessFs::Execute;
@@ -140,10 +153,43 @@ fn ruleset(spec: &SandboxSpec, network: Network, abi: ABI) -> anyhow::Result<Res
             ["/proc"],
             AccessFs::ReadFile | AccessFs::ReadDir,
         ))?
-        .add_rules(path_beneath_rules(spec.read_only_paths(), read_exec))?
+        .add_rules(path_beneath_rules(
+            without(&spec.read_only_paths(), left_out),
+            read_exec,
+        ))?
         .add_rules(path_beneath_rules(DEVICES, device))?
-        .add_rules(path_beneath_rules(spec.writable_paths(), all))?;
+        .add_rules(path_beneath_rules(
+            without(&spec.writable_paths(), left_out),
+            all,
+        ))?;
     Ok(created.restrict_self()?)
+}
+
+/// `grants` with each path of `left_out` taken out: a grant that holds one
+/// is replaced by its entries, all but the path (recursively on the way to
+/// it); a grant that is one is dropped. Landlock can only grant, so this is
+/// how a file inside a granted directory stays out of reach. Entries made
+/// later in such a directory are not granted.
+pub fn without(grants: &[PathBuf], left_out: &[PathBuf]) -> Vec<PathBuf> {
+    fn split(path: &Path, left_out: &[PathBuf], out: &mut Vec<PathBuf>) {
+        if left_out.iter().any(|l| l == path) {
+            return;
+        }
+        if !left_out.iter().any(|l| l.starts_with(path)) {
+            out.push(path.to_path_buf());
+            return;
+        }
+        if let Ok(entries) = std::fs::read_dir(path) {
+            for entry in entries.flatten() {
+                split(&entry.path(), left_out, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for grant in grants {
+        split(grant, left_out, &mut out);
+    }
+    out
 }
 
 /// `complete`: nothing the profile asks is beyond the (possibly capped) ABI.
@@ -168,6 +214,23 @@ fn describe(status: &RestrictionStatus, abi: i32, network: Network, complete: bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_left_out_file_splits_its_grant_into_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let cargo = d.path().join(".cargo");
+        std::fs::create_dir_all(cargo.join("bin")).unwrap();
+        std::fs::write(cargo.join("credentials.toml"), "token").unwrap();
+        std::fs::write(cargo.join("config.toml"), "").unwrap();
+        let gh = d.path().join("gh");
+        std::fs::create_dir(&gh).unwrap();
+        let other = d.path().join("other");
+        let grants = vec![cargo.clone(), gh.clone(), other.clone()];
+        let mut got = without(&grants, &[cargo.join("credentials.toml"), gh]);
+        got.sort();
+        assert_eq!(got, [cargo.join("bin"), cargo.join("config.toml"), other]);
+        assert_eq!(without(&grants[..1], &[]), [cargo]);
+    }
 
     #[test]
     fn missing_features_follow_the_abi() {

@@ -43,6 +43,27 @@ const TMP: &str = "/tmp";
 pub struct MountsOutcome {
     pub layers: Vec<String>,
     pub warnings: Vec<String>,
+    /// Hidden paths (credential files) inside a grant that could not be
+    /// covered: Landlock leaves them out of its grants instead.
+    pub uncovered: Vec<PathBuf>,
+}
+
+/// The profile's hidden paths (the credential files) that exist and lie
+/// inside something the sandbox is granted.
+pub fn granted_hidden(spec: &SandboxSpec) -> Vec<PathBuf> {
+    let grants: Vec<PathBuf> = spec
+        .read_only_paths()
+        .into_iter()
+        .chain(spec.writable_paths())
+        .collect();
+    spec.profile
+        .filesystem
+        .hidden
+        .iter()
+        .filter(|h| std::fs::symlink_metadata(h).is_ok())
+        .filter(|h| grants.iter().any(|g| h.starts_with(g)))
+        .cloned()
+        .collect()
 }
 
 /// Make the mount namespace for `spec`; with `own_proc` (the sandbox has a
@@ -52,7 +73,9 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
     let mut outcome = MountsOutcome {
         layers: Vec::new(),
         warnings: Vec::new(),
+        uncovered: Vec::new(),
     };
+    let hidden = granted_hidden(spec);
     // A System V IPC namespace of its own too: the machine's shared memory
     // segments, semaphores and message queues are no path Landlock sees.
     match unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC) {
@@ -68,6 +91,7 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
                      machine's"
                 ));
                 outcome.warnings.push(ipc.into());
+                outcome.uncovered = hidden;
                 return Ok(outcome);
             }
             outcome.warnings.push(ipc.into());
@@ -160,6 +184,14 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
             ", tmp, home and the extra writable paths"
         }
     ));
+    let (covered, uncovered) = cover_credentials(&hidden);
+    if !covered.is_empty() {
+        outcome.layers.push(format!(
+            "mounts: credential files hidden ({})",
+            covered.join(", ")
+        ));
+    }
+    outcome.uncovered = uncovered;
     if hide {
         let mut hidden = hide_socket_dirs(writable)?;
         if tmp_covered {
@@ -359,6 +391,25 @@ fn hide_socket_dirs(writable: &[PathBuf]) -> anyhow::Result<Vec<String>> {
         hidden.push(dir.display().to_string());
     }
     Ok(hidden)
+}
+
+/// Cover each credential file (by /dev/null) or directory (by an empty
+/// tmpfs of mode 000) that a grant would make readable; last, so that no
+/// bind of a grant lands on top. Returns what was covered, by name, and
+/// what could not be.
+fn cover_credentials(paths: &[PathBuf]) -> (Vec<String>, Vec<PathBuf>) {
+    let (mut covered, mut failed) = (Vec::new(), Vec::new());
+    for path in paths {
+        let dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+        match cover(&Secret {
+            path: path.clone(),
+            dir,
+        }) {
+            Ok(()) => covered.push(path.display().to_string()),
+            Err(_) => failed.push(path.clone()),
+        }
+    }
+    (covered, failed)
 }
 
 /// As root, cover what only root may read in /etc.

@@ -80,6 +80,20 @@ pub enum LandlockMode {
     BestEffort,
 }
 
+/// The usual toolchains' credential files, relative to the invoking user's
+/// home: hidden in the sandbox (read as empty) wherever a grant would make
+/// them readable, whatever the profile says.
+pub const CREDENTIALS: &[&str] = &[
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".netrc",
+    ".docker/config.json",
+    ".config/gh",
+];
+
 /// `[filesystem]`: paths beyond the system directories and the session's own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +104,10 @@ pub struct Filesystem {
     /// Readable and writable.
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// Files and directories inside the grants that the sandbox does not
+    /// see (covered, read as empty). [`CREDENTIALS`] are always added.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
 }
 
 /// `[limits]`: resource limits of the whole confined process tree.
@@ -224,6 +242,16 @@ impl Profile {
         let fs = &mut self.filesystem;
         fs.read_only = fs.read_only.iter().filter_map(|p| expand(p)).collect();
         fs.writable = fs.writable.iter().filter_map(|p| expand(p)).collect();
+        let credentials = home
+            .into_iter()
+            .flat_map(|h| CREDENTIALS.iter().map(move |c| h.join(c)));
+        let mut hidden: Vec<PathBuf> = fs.hidden.iter().filter_map(|p| expand(p)).collect();
+        for c in credentials {
+            if !hidden.contains(&c) {
+                hidden.push(c);
+            }
+        }
+        fs.hidden = hidden;
         self.env
             .retain(|_, v| !v.starts_with('~') || home.is_some());
         for value in self.env.values_mut() {
@@ -287,9 +315,19 @@ mod tests {
             vec![PathBuf::from("/home/u/.cargo"), PathBuf::from("/opt/x")]
         );
         assert_eq!(p.env["RUSTUP_HOME"], "/home/u/.rustup");
+        assert!(p
+            .filesystem
+            .hidden
+            .contains(&PathBuf::from("/home/u/.cargo/credentials.toml")));
+        assert!(p
+            .filesystem
+            .hidden
+            .contains(&PathBuf::from("/home/u/.config/gh")));
         p.filesystem.read_only = vec!["~/.cargo".into()];
+        p.filesystem.hidden = Vec::new();
         p.expand_home(None);
         assert!(p.filesystem.read_only.is_empty());
+        assert!(p.filesystem.hidden.is_empty());
     }
 
     #[test]

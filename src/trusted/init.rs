@@ -87,6 +87,25 @@ fn read_spec(path: &Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// `text` (a rendered longrun.toml) with `path` added to `[run] protected`.
+fn protect(text: &str, path: &str) -> String {
+    let quoted = toml::Value::String(path.to_string()).to_string();
+    text.lines()
+        .map(|line| match line.strip_prefix("protected = [") {
+            Some(rest) if rest.ends_with(']') => {
+                let items = rest.trim_end_matches(']').trim();
+                match items.is_empty() {
+                    true => format!("protected = [{quoted}]"),
+                    false => format!("protected = [{items}, {quoted}]"),
+                }
+            }
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
 pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     let spec_text = read_spec(&args.spec)?;
     let imported = args.features.as_deref().map(read_features).transpose()?;
@@ -123,8 +142,15 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     // A second init racing this one, or a continue already running, holds the lock.
     let early_lock = super::lock::acquire(&crate::trusted::state::longrun_dir(&dir))?;
     // The spec itself, the feature list and a prepared longrun.toml may be waiting, uncommitted.
+    // A profile file inside the project is committed with the settings and
+    // protected: sessions read it as it is on main and cannot change it.
+    let profile_file = profile
+        .as_deref()
+        .and_then(|p| p.strip_prefix("./"))
+        .map(str::to_string);
     let allowed = |p: &str| {
         p == config::FILE_NAME
+            || profile_file.as_deref() == Some(p)
             || dir.join(p) == spec_path
             || Some(dir.join(p)) == list_path
             || (imported.is_some() && p == features::FILE_NAME)
@@ -152,16 +178,22 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     let model = resolve_model(args.model.as_deref(), &config, &dir)?;
     let provider = open_provider(&model, &config.model, args.base_url.as_deref())?;
     if !prepared {
-        let text = Config::render_initial(
+        let mut text = Config::render_initial(
             Some((model.kind.prefix(), &model.name)),
             args.base_url.as_deref(),
             profile.as_deref(),
         );
+        if let Some(file) = &profile_file {
+            text = protect(&text, file);
+        }
         std::fs::write(&toml_path, text)
             .with_context(|| format!("failed to write {}", toml_path.display()))?;
     }
     std::fs::write(dir.join("SPEC.md"), &spec_text)?;
     let mut paths = vec!["SPEC.md", config::FILE_NAME];
+    if let Some(file) = &profile_file {
+        paths.push(file);
+    }
     let mut message = "longrun: add the spec and settings".to_string();
     if let (Some(imported), Some(path)) = (&imported, &args.features) {
         std::fs::write(dir.join(features::FILE_NAME), &imported.text)?;
@@ -210,4 +242,22 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         dir.display()
     ));
     Ok(Outcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_file_is_added_to_the_protected_paths() {
+        let text = "[run]\nprotected = [\"SPEC.md\", \"longrun.toml\"]\nx = 1\n";
+        assert_eq!(
+            protect(text, "sandbox/p.toml"),
+            "[run]\nprotected = [\"SPEC.md\", \"longrun.toml\", \"sandbox/p.toml\"]\nx = 1\n"
+        );
+        assert_eq!(
+            protect("protected = []\n", "p.toml"),
+            "protected = [\"p.toml\"]\n"
+        );
+    }
 }

@@ -50,13 +50,20 @@ impl Project {
         let head = repo::main_head(&repo)?.ok_or_else(not_project)?;
         let toml = repo::read_file_at(&repo, head, config::FILE_NAME)?.ok_or_else(not_project)?;
         let config = Config::parse(&toml, &dir.join(config::FILE_NAME))?;
-        let profile = crate::sandbox::Profile::resolve(&config.sandbox.profile, &dir)
-            .with_context(|| {
-                format!(
-                    "{}: [sandbox] profile",
-                    dir.join(config::FILE_NAME).display()
-                )
-            })?;
+        let field = format!(
+            "{}: [sandbox] profile",
+            dir.join(config::FILE_NAME).display()
+        );
+        let profile = project_profile(
+            &config.sandbox.profile,
+            &dir,
+            &ProfileSource {
+                dir: &dir,
+                repo: &repo,
+                protected: &config.run.protected,
+                field: &field,
+            },
+        )?;
         Ok(Project {
             dir,
             repo,
@@ -69,8 +76,17 @@ impl Project {
     /// one in longrun.toml. A path is relative to the current directory.
     pub fn use_profile(&mut self, name_or_path: &str) -> anyhow::Result<()> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
-        self.profile = crate::sandbox::Profile::resolve(name_or_path, &cwd)
-            .with_context(|| format!("--profile {name_or_path}"))?;
+        let field = format!("--profile {name_or_path}");
+        self.profile = project_profile(
+            name_or_path,
+            &cwd,
+            &ProfileSource {
+                dir: &self.dir,
+                repo: &self.repo,
+                protected: &self.config.run.protected,
+                field: &field,
+            },
+        )?;
         Ok(())
     }
 
@@ -129,6 +145,90 @@ pub fn resolve_model(
     }
 }
 
+/// Where a project's profile may come from, and how errors name the setting.
+struct ProfileSource<'a> {
+    dir: &'a Path,
+    repo: &'a Repository,
+    protected: &'a [String],
+    /// `longrun.toml: [sandbox] profile` or `--profile X`.
+    field: &'a str,
+}
+
+/// The profile `setting` names (a path relative to `base`): a bundled
+/// name; a file outside the project; or a protected file of the project,
+/// read as it is on main. Never a file of the project's work tree as it
+/// is: accepted sessions write there, and a session must not loosen the
+/// sandbox of the next one.
+fn project_profile(
+    setting: &str,
+    base: &Path,
+    src: &ProfileSource,
+) -> anyhow::Result<crate::sandbox::Profile> {
+    use crate::sandbox::Profile;
+    let field = src.field;
+    let looks_like_path = setting.contains('/') || setting.ends_with(".toml");
+    if crate::sandbox::bundled_names().contains(&setting) || !looks_like_path {
+        return Profile::resolve(setting, base).with_context(|| field.to_string());
+    }
+    let path = real_parent(&base.join(setting));
+    let Some(rel) = inside(&path, src.dir) else {
+        return Profile::resolve(&path.display().to_string(), base)
+            .with_context(|| field.to_string());
+    };
+    if !protects(src.protected, &rel) {
+        return Err(bad_input(format!(
+            "{field}: {rel} is a file of the project that is not protected, so a session could \
+             change it and loosen the sandbox of the next one; add \"{rel}\" to [run] protected \
+             in longrun.toml (it is then read as it is on main), or give a bundled profile or a \
+             path outside the project"
+        )));
+    }
+    let head = repo::main_head(src.repo)?.context("main has no commits")?;
+    let text = repo::read_file_at(src.repo, head, &rel)?.ok_or_else(|| {
+        bad_input(format!(
+            "{field}: {rel} is not committed on main; commit it there (a project's profile is \
+             read as it is on main), or give a path outside the project"
+        ))
+    })?;
+    Profile::parse(&text, &format!("{rel} (on main)")).with_context(|| field.to_string())
+}
+
+/// `path` with its directory resolved (symlinks and `..`), when it exists.
+fn real_parent(path: &Path) -> PathBuf {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return path.to_path_buf();
+    };
+    match parent.canonicalize() {
+        Ok(parent) => parent.join(name),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+/// `path` relative to the project `dir` (with `/`), when it lies inside it.
+fn inside(path: &Path, dir: &Path) -> Option<String> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let rel = path.strip_prefix(&dir).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// Whether `[run] protected` covers the project file `rel`: the path itself,
+/// or a directory it lies in (compared as git compares on a
+/// case-insensitive file system, ignoring case).
+fn protects(protected: &[String], rel: &str) -> bool {
+    let rel = rel.to_ascii_lowercase();
+    protected.iter().any(|p| {
+        let p = p
+            .trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_ascii_lowercase();
+        rel == p || rel.starts_with(&format!("{p}/"))
+    })
+}
+
 /// What `init --profile` writes to `[sandbox] profile`, once the profile
 /// resolves: a bundled name as is, a file relative to the project when it
 /// is inside it (so the setting travels with the repo), else its absolute path.
@@ -148,4 +248,30 @@ pub fn profile_setting(name_or_path: &str, project: &Path) -> anyhow::Result<Str
         Ok(inside) => format!("./{}", inside.display()),
         Err(_) => path.display().to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_cover_files_and_what_lies_in_directories() {
+        let protected = vec!["SPEC.md".to_string(), "sandbox/".to_string()];
+        assert!(protects(&protected, "SPEC.md"));
+        assert!(protects(&protected, "spec.md"));
+        assert!(protects(&protected, "sandbox/p.toml"));
+        assert!(!protects(&protected, "sandboxes/p.toml"));
+        assert!(!protects(&protected, "p.toml"));
+    }
+
+    #[test]
+    fn paths_inside_the_project_are_named_relative_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().canonicalize().unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let p = real_parent(&dir.join("sub/../sub/p.toml"));
+        assert_eq!(inside(&p, &dir).as_deref(), Some("sub/p.toml"));
+        assert_eq!(inside(Path::new("/etc/p.toml"), &dir), None);
+        assert_eq!(inside(&dir, &dir), None);
+    }
 }

@@ -4,4 +4,5 @@
 //! beside a control where the same session done honestly is accepted.
 
 mod broker;
+mod reading;
 mod workspace;
