@@ -223,6 +223,13 @@ impl Feature {
             Some(_) => return Err(format!("{at} (`{id}`): `description` must be a string")),
         };
         let check = match obj.get("check") {
+            // No process can be given it as an argument.
+            Some(Value::String(s)) if s.contains('\0') => {
+                return Err(format!(
+                    "{at} (`{}`): `check` holds a NUL byte; write the command without it",
+                    printable(&id)
+                ))
+            }
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(Value::String(_)) | Some(Value::Null) | None => None,
             Some(_) => {
@@ -457,6 +464,13 @@ mod tests {
         let dropped = parse(r#"{"features": [{"id": "a", "description": "x", "passes": true}]}"#);
         let problems = dropped.initial_problems(Some(&imported));
         assert!(problems[0].contains("b were removed"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_check_with_a_nul_byte_is_refused() {
+        let text = r#"{"features": [{"id": "a", "check": "true\u0000", "passes": false}]}"#;
+        let err = FeatureList::parse(text).unwrap_err();
+        assert!(err.contains("`check` holds a NUL byte"), "{err}");
     }
 
     #[test]
