@@ -4,5 +4,6 @@
 //! beside a control where the same session done honestly is accepted.
 
 mod broker;
+mod output;
 mod reading;
 mod workspace;
