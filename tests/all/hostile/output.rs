@@ -139,7 +139,7 @@ fn escapes_and_nul_bytes_in_file_names_and_output_reach_no_console_and_stop_noth
         }
         // The record: session 2 rejected, with the check's output as a
         // reason, made safe; session 3 accepted.
-        let log = env.git(&["log", "--format=%B%x00", "main"]);
+        let log = env.git(&["log", "--first-parent", "--format=%B%x00", "main"]);
         let messages: Vec<&str> = log.split('\0').collect();
         let (third, second) = (messages[0], messages[1]);
         assert_eq!(trailers(third, "Longrun-Verdict"), ["accepted"], "{third}");
