@@ -607,10 +607,18 @@ fn a_committed_merge_union_attribute_cannot_break_features_json_under_parallel()
 #[test]
 fn recovery_never_signals_a_planted_pid() {
     let env = project(vec![json!([]), honest("a", &[], vec![])]);
-    let mut sleeper = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .unwrap();
+    // A session leader, as a worker is: what recovery would end with its session.
+    let mut sleeper = std::process::Command::new("sleep");
+    sleeper.arg("300");
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut sleeper, || {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut sleeper = sleeper.spawn().unwrap();
     let pid = sleeper.id();
     // Session 2 has a directory but no verdict, and its pid files name the sleeper:
     // once without the start time the orchestrator records, once with a wrong one.
@@ -719,4 +727,51 @@ fn after_the_verdict_only_the_record_of_a_session_stays_unless_kept() {
     assert!(run(&env, 1).status.success());
     assert!(!session_files(&env, 2).iter().any(|n| n == "work"));
     assert!(session_files(&env, 3).iter().any(|n| n == "work"));
+}
+
+#[test]
+fn verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree() {
+    // A check that passes only where the work was done; and a file the worker
+    // left untracked (ignored) that would make the other check pass if it
+    // were looked at.
+    let list = features(&[
+        ("a", false, "test \"$(cat a.txt)\" = \"$(pwd)\""),
+        ("b", false, "test -f b.txt"),
+    ]);
+    let flip = |ids: &[&str]| {
+        let mut v: Value = serde_json::from_str(&list).unwrap();
+        for f in v["features"].as_array_mut().unwrap() {
+            if ids.contains(&f["id"].as_str().unwrap()) {
+                f["passes"] = json!(true);
+            }
+        }
+        serde_json::to_string_pretty(&v).unwrap() + "\n"
+    };
+    let (a_done, b_done) = (flip(&["a"]), flip(&["a", "b"]));
+    let worker_a = json!([
+        turn(vec![write_file("features.json", &a_done)]),
+        turn(vec![bash(
+            "pwd > a.txt && git add -A && git commit -qm work"
+        )]),
+        done("done"),
+    ]);
+    let worker_b = json!([
+        turn(vec![
+            write_file(".gitignore", "b.txt\n"),
+            write_file("b.txt", "left behind\n"),
+            write_file("features.json", &b_done),
+        ]),
+        turn(vec![bash("git add -A && git commit -qm work")]),
+        done("done"),
+    ]);
+    let env = project_with(initializer(&list), vec![worker_a, worker_b], "");
+    let out = run(&env, 2);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_verdict(&env, 2, "accepted", "");
+    let path = env.on_main("a.txt").unwrap();
+    assert!(
+        path.trim().ends_with(".longrun/sessions/0002/work"),
+        "{path}"
+    );
+    assert_verdict(&env, 3, "rejected", "feature b failed");
 }
