@@ -130,7 +130,7 @@ fn serve_context_model(stream: UnixStream) -> Sent {
     let mut sent = Sent::default();
     for line in BufReader::new(stream).lines() {
         let Ok(line) = line else { break };
-        let Ok(WorkerMessage::ModelRequest { request }) = serde_json::from_str(&line) else {
+        let Ok(WorkerMessage::ModelRequest { request, .. }) = serde_json::from_str(&line) else {
             continue;
         };
         let bytes = serde_json::to_vec(&request).unwrap().len();

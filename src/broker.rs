@@ -26,7 +26,12 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum WorkerMessage {
     /// Ask the model; the orchestrator answers with `ModelResponse` or `ModelError`.
-    ModelRequest { request: ChatRequest },
+    /// `subagent`: a `task` subagent asks, which `[model.subagent]` may serve.
+    ModelRequest {
+        request: ChatRequest,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        subagent: bool,
+    },
     /// Something happened that the orchestrator records (and shows as progress).
     Event { event: SessionEvent },
     /// The session is over; the worker exits after sending this.
@@ -185,9 +190,13 @@ impl WorkerLink {
         serde_json::from_str(&line).context("the orchestrator sent a malformed message")
     }
 
-    /// Send a model request and wait for the answer.
-    pub fn ask(&mut self, request: ChatRequest) -> anyhow::Result<OrchestratorMessage> {
-        self.send(&WorkerMessage::ModelRequest { request })?;
+    /// Send a model request (a subagent's when `subagent`) and wait for the answer.
+    pub fn ask(
+        &mut self,
+        request: ChatRequest,
+        subagent: bool,
+    ) -> anyhow::Result<OrchestratorMessage> {
+        self.send(&WorkerMessage::ModelRequest { request, subagent })?;
         self.receive()
     }
 }

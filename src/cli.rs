@@ -130,6 +130,9 @@ pub enum Command {
         /// The model, as PROVIDER:NAME: openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:llama3.2, scripted:model.json.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
+        /// The model of one role (initializer, worker, subagent, reviewer), as ROLE=PROVIDER:NAME; repeatable; over --model.
+        #[arg(long = "model-for", value_name = "ROLE=MODEL")]
+        model_for: Vec<String>,
         /// The provider's base URL (OpenRouter, vLLM, llama.cpp, LM Studio); written to longrun.toml.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
@@ -156,6 +159,9 @@ pub enum Command {
         /// The model, as PROVIDER:NAME; overrides LONGRUN_MODEL and longrun.toml.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
+        /// The model of one role (initializer, worker, subagent, reviewer), as ROLE=PROVIDER:NAME; repeatable; over --model.
+        #[arg(long = "model-for", value_name = "ROLE=MODEL")]
+        model_for: Vec<String>,
         /// The provider's base URL; overrides LONGRUN_BASE_URL and longrun.toml.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,

@@ -11,8 +11,10 @@ use crate::error::bad_input;
 
 mod harness;
 mod notify;
+mod review;
 pub use harness::{EditFormat, HarnessSettings};
 pub use notify::NotifySection;
+pub use review::{ReviewMode, ReviewSection};
 
 pub const FILE_NAME: &str = "longrun.toml";
 
@@ -37,6 +39,8 @@ pub struct Config {
     pub harness: HarnessSettings,
     #[serde(default)]
     pub notify: NotifySection,
+    #[serde(default)]
+    pub review: ReviewSection,
 }
 
 /// `[model]`: which model the sessions use and how to reach it. Flags and the
@@ -76,6 +80,60 @@ pub struct ModelSection {
     pub retry_base_secs: Option<f64>,
     /// The longest backoff, in seconds (default 60).
     pub retry_cap_secs: Option<f64>,
+    /// `[model.initializer]`, `[model.worker]`, `[model.subagent]`,
+    /// `[model.reviewer]`: per-role settings, each field falling back to `[model]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initializer: Option<Box<ModelSection>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<Box<ModelSection>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<Box<ModelSection>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<Box<ModelSection>>,
+}
+
+/// The roles a model can be chosen for.
+pub const MODEL_ROLES: &[&str] = &["initializer", "worker", "subagent", "reviewer"];
+
+impl ModelSection {
+    /// The settings of `role`: its own section's fields over `[model]`'s.
+    /// Prices are a model's own: a role section that names another model
+    /// does not inherit `[model]`'s.
+    pub fn for_role(&self, role: &str) -> ModelSection {
+        let own = match role {
+            "initializer" => self.initializer.as_deref(),
+            "worker" => self.worker.as_deref(),
+            "subagent" => self.subagent.as_deref(),
+            "reviewer" => self.reviewer.as_deref(),
+            _ => None,
+        };
+        let base = ModelSection {
+            initializer: None,
+            worker: None,
+            subagent: None,
+            reviewer: None,
+            ..self.clone()
+        };
+        let Some(own) = own else {
+            return base;
+        };
+        let names_model = own.provider.is_some() || own.name.is_some();
+        macro_rules! pick {
+            ($($f:ident),*) => { ModelSection { $($f: own.$f.clone().or(base.$f.clone()),)* ..base.clone() } };
+        }
+        let mut merged = pick!(
+            provider, name, base_url, api_key_env, max_output_tokens, temperature,
+            context_window, price_in_per_mtok, price_out_per_mtok, price_cached_per_mtok,
+            connect_timeout_secs, first_byte_timeout_secs, idle_timeout_secs,
+            max_tries, retry_base_secs, retry_cap_secs
+        );
+        if names_model {
+            merged.price_in_per_mtok = own.price_in_per_mtok;
+            merged.price_out_per_mtok = own.price_out_per_mtok;
+            merged.price_cached_per_mtok = own.price_cached_per_mtok;
+        }
+        merged
+    }
 }
 
 /// `[sandbox]`: the confinement profile and extra paths.

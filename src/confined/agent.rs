@@ -291,7 +291,7 @@ impl<'a> AgentLoop<'a> {
     ) -> anyhow::Result<OrchestratorMessage> {
         self.budget.step();
         let started = Instant::now();
-        let answer = link.ask(request)?;
+        let answer = link.ask(request, self.subagent)?;
         self.waiting += started.elapsed();
         if let OrchestratorMessage::ModelResponse { response, .. } = &answer {
             self.budget.spend(response.usage, response.cost_usd);

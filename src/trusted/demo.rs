@@ -51,6 +51,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         base_url: None,
         profile: None,
         features: None,
+        model_for: Vec::new(),
         quiet: false,
     })
     .await?;

@@ -9,7 +9,7 @@ use super::{resolve_model, Mode, Project, Reporter, Verdict};
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
 use crate::features::{self, import::Imported};
-use crate::model::open_provider;
+use super::models::{ModelChoice, Models};
 use crate::trusted::repo;
 
 pub struct InitArgs {
@@ -21,6 +21,8 @@ pub struct InitArgs {
     pub profile: Option<String>,
     /// `--features`: a feature list to start from, committed as features.json.
     pub features: Option<PathBuf>,
+    /// `--model-for ROLE=MODEL`.
+    pub model_for: Vec<String>,
     pub quiet: bool,
 }
 
@@ -176,7 +178,12 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         Config::default()
     };
     let model = resolve_model(args.model.as_deref(), &config, &dir)?;
-    let provider = open_provider(&model, &config.model, args.base_url.as_deref())?;
+    let choice = ModelChoice {
+        model: args.model.clone(),
+        model_for: args.model_for.clone(),
+        base_url: args.base_url.clone(),
+    };
+    let models = Models::open(&choice, &config, &dir, false)?;
     if !prepared {
         let mut text = Config::render_initial(
             Some((model.kind.prefix(), &model.name)),
@@ -216,7 +223,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         reporter.line(&describe_import(imported, path));
     }
     let interrupt = Interrupt::install()?;
-    let outcome = run_initializer(&project, &provider, &reporter, &interrupt).await?;
+    let outcome = run_initializer(&project, &models, &reporter, &interrupt).await?;
     if interrupt.is_set() {
         return Ok(Outcome::Interrupted);
     }

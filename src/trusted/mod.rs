@@ -11,6 +11,7 @@ mod import;
 mod in_progress;
 mod init;
 mod lock;
+mod models;
 mod notify;
 mod preflight;
 mod project;

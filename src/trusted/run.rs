@@ -10,10 +10,10 @@ use super::notify::{self, Notifier};
 use super::serve::CostLimit;
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
-use super::{lock, recover, resolve_model, History, Mode, Project, Reporter, Verdict};
+use super::{lock, recover, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
-use crate::model::{open_provider, Provider};
+pub use super::models::{ModelChoice, Models};
 use crate::schema::Role;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
@@ -39,6 +39,8 @@ pub struct ContinueArgs {
     pub parallel: u32,
     /// `--notify`, over `[notify] command`.
     pub notify: Option<String>,
+    /// `--model-for ROLE=MODEL`.
+    pub model_for: Vec<String>,
 }
 
 impl ContinueArgs {
@@ -57,11 +59,21 @@ impl ContinueArgs {
             max_consecutive_failures: None,
             parallel: 1,
             notify: None,
+            model_for: Vec::new(),
         }
     }
 }
 
 impl ContinueArgs {
+    /// The model flags.
+    pub fn model_choice(&self) -> ModelChoice {
+        ModelChoice {
+            model: self.model.clone(),
+            model_for: self.model_for.clone(),
+            base_url: self.base_url.clone(),
+        }
+    }
+
     /// How many worker sessions were asked for: `--sessions`, else one, else
     /// (with `--until-done`) no limit.
     pub fn asked_sessions(&self) -> Option<u32> {
@@ -100,8 +112,7 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
         project.use_profile(profile)?;
     }
     super::preflight::check(&project)?;
-    let spec = resolve_model(args.model.as_deref(), &project.config, &project.dir)?;
-    let provider = open_provider(&spec, &project.config.model, args.base_url.as_deref())?;
+    let models = Models::open(&args.model_choice(), &project.config, &project.dir, false)?;
     let _lock = lock::acquire(&project.longrun_dir())?;
     let reporter = Reporter::new(Mode::pick(args.quiet, args.json)).planning(args.asked_sessions());
     let interrupt = Interrupt::install()?;
@@ -111,7 +122,7 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let notifier = Notifier::new(&project, args.notify.as_deref());
     let result = run_sessions(
         &project,
-        &provider,
+        &models,
         &args,
         &reporter,
         &interrupt,
@@ -151,7 +162,7 @@ struct Tally {
 /// The loop shared by `continue` and the demo.
 pub async fn run_sessions(
     project: &Project,
-    provider: &Arc<dyn Provider>,
+    models: &Models,
     args: &ContinueArgs,
     reporter: &Reporter,
     interrupt: &Interrupt,
@@ -159,7 +170,7 @@ pub async fn run_sessions(
 ) -> anyhow::Result<Outcome> {
     if !project.history()?.initialized() {
         reporter.line("no initializer session was accepted yet: running the initializer first");
-        let outcome = run_initializer(project, provider, reporter, interrupt).await?;
+        let outcome = run_initializer(project, models, reporter, interrupt).await?;
         if let Some(done) = stop_after(&outcome, interrupt) {
             return Ok(done);
         }
@@ -199,10 +210,16 @@ pub async fn run_sessions(
                 role: Role::Worker,
                 feature: Some(feature),
                 cost_limit: tally.cost_limit.clone(),
+                subagent_model: Some(Arc::clone(&models.subagent)),
             };
             tally.ran += 1;
             running.push(run_session(
-                project, provider, plan, reporter, interrupt, &merges,
+                project,
+                &models.worker,
+                plan,
+                reporter,
+                interrupt,
+                &merges,
             ));
         }
         let Some(result) = running.next().await else {
@@ -308,7 +325,7 @@ fn limit_reached(
 /// Run the initializer session.
 pub async fn run_initializer(
     project: &Project,
-    provider: &Arc<dyn Provider>,
+    models: &Models,
     reporter: &Reporter,
     interrupt: &Interrupt,
 ) -> anyhow::Result<SessionOutcome> {
@@ -318,10 +335,11 @@ pub async fn run_initializer(
         role: Role::Initializer,
         feature: None,
         cost_limit: None,
+        subagent_model: Some(Arc::clone(&models.subagent)),
     };
     run_session(
         project,
-        provider,
+        &models.initializer,
         plan,
         reporter,
         interrupt,

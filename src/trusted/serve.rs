@@ -98,6 +98,8 @@ pub struct Launch<'a> {
     pub budget: BudgetSection,
     /// The registries proxy's channel, when the session's network asks for one.
     pub proxy: Option<super::proxy::Channel>,
+    /// The model of the session's `task` subagents, when not the session's own.
+    pub subagent_model: Option<Arc<dyn Provider>>,
 }
 
 /// `--max-cost`: what the run's sessions have spent so far, live, against the limit.
@@ -223,7 +225,7 @@ pub async fn serve(
             continue;
         }
         match message {
-            WorkerMessage::ModelRequest { request } => {
+            WorkerMessage::ModelRequest { request, subagent } => {
                 if let Some(reason) = spent(&launch.budget, &run) {
                     run.over_budget = Some(reason);
                     run.stop = Stop::Budget;
@@ -231,9 +233,14 @@ pub async fn serve(
                 }
                 let index = run.requests;
                 run.requests += 1;
+                let provider = match (&launch.subagent_model, subagent) {
+                    (Some(other), true) => other,
+                    _ => provider,
+                };
                 transcript.append(&Entry::Request {
                     index,
                     request: request.clone(),
+                    model: subagent.then(|| provider.describe()),
                 })?;
                 let ctx = RequestContext {
                     session: launch.number,

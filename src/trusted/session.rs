@@ -35,6 +35,8 @@ pub struct SessionPlan {
     pub feature: Option<Feature>,
     /// The run's `--max-cost`; the session is stopped once the run reaches it.
     pub cost_limit: Option<Arc<CostLimit>>,
+    /// The model of its `task` subagents (None: the session's own).
+    pub subagent_model: Option<Arc<dyn Provider>>,
 }
 
 /// How it ended.
@@ -105,7 +107,7 @@ pub async fn run_session(
     super::failpoint::hit("before-clone", plan.number);
     workspace::make(project.repo.path(), &work, base, workspace::Head::Main)?;
     let mut transcript = Transcript::open(&dir.join("transcript.jsonl"))?;
-    let model_name = provider.describe();
+    let model_name = super::models::session_model(provider, plan.subagent_model.as_ref());
     let feature_id = plan.feature.as_ref().map(|f| f.id.clone());
     transcript.append(&Entry::SessionStarted {
         session: plan.number,
@@ -131,6 +133,7 @@ pub async fn run_session(
         cost_limit: plan.cost_limit.clone(),
         budget: project.config.budget.clone(),
         proxy: super::proxy::Channel::for_spec(&spec, &project.config.sandbox.registries)?,
+        subagent_model: plan.subagent_model.clone(),
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
 

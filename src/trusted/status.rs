@@ -66,6 +66,7 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
             "running_pid": running.as_ref().map(|h| h.pid),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
             "sandbox": {"profile": project.profile.name, "network": project.profile.network.as_str()},
+            "models": super::models::describe_config(&project.config, &project.dir),
         });
         return Ok(serde_json::to_string_pretty(&value)? + "\n");
     }
@@ -144,6 +145,10 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         history.sessions.len(),
         accepted,
         history.cost()
+    ));
+    out.push_str(&format!(
+        "models: {}\n",
+        super::models::describe_config(&project.config, &project.dir)
     ));
     out.push_str(&sandbox_line(&project.profile));
     Ok(out)

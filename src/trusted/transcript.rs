@@ -27,6 +27,9 @@ pub enum Entry {
     Request {
         index: u32,
         request: ChatRequest,
+        /// The model that served it, when a subagent asked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     Response {
         index: u32,

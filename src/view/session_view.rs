@@ -121,7 +121,7 @@ impl SessionView {
                 self.model = model.clone();
                 self.base = base.clone();
             }
-            Entry::Request { index, request } => self.turns.push(Turn {
+            Entry::Request { index, request, .. } => self.turns.push(Turn {
                 number: index + 1,
                 harness: harness_messages(request),
                 ..Turn::default()
@@ -335,6 +335,7 @@ mod tests {
                 messages,
                 tools: Vec::new(),
             },
+            model: None,
         }
     }
 
