@@ -122,10 +122,22 @@ impl ModelSection {
             ($($f:ident),*) => { ModelSection { $($f: own.$f.clone().or(base.$f.clone()),)* ..base.clone() } };
         }
         let mut merged = pick!(
-            provider, name, base_url, api_key_env, max_output_tokens, temperature,
-            context_window, price_in_per_mtok, price_out_per_mtok, price_cached_per_mtok,
-            connect_timeout_secs, first_byte_timeout_secs, idle_timeout_secs,
-            max_tries, retry_base_secs, retry_cap_secs
+            provider,
+            name,
+            base_url,
+            api_key_env,
+            max_output_tokens,
+            temperature,
+            context_window,
+            price_in_per_mtok,
+            price_out_per_mtok,
+            price_cached_per_mtok,
+            connect_timeout_secs,
+            first_byte_timeout_secs,
+            idle_timeout_secs,
+            max_tries,
+            retry_base_secs,
+            retry_cap_secs
         );
         if names_model {
             merged.price_in_per_mtok = own.price_in_per_mtok;

@@ -121,6 +121,34 @@ pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> anyhow::Result<Ve
     Ok(paths)
 }
 
+/// The unified diff between two commits, cut to `max` bytes with a note.
+pub fn patch_text(repo: &Repository, from: Oid, to: Oid, max: usize) -> anyhow::Result<String> {
+    let a = repo.find_commit(from)?.tree()?;
+    let b = repo.find_commit(to)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    let mut text = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            text.push(line.origin() as u8);
+        }
+        text.extend_from_slice(line.content());
+        text.len() <= max
+    })
+    .ok();
+    let mut out = String::from_utf8_lossy(&text).into_owned();
+    if out.len() > max {
+        let mut cut = max;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push_str(&format!(
+            "\n[the diff is longer than {max} bytes and was cut here]\n"
+        ));
+    }
+    Ok(out)
+}
+
 /// `git log --oneline -N` of HEAD in `dir`, newest first.
 pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
     let repo = Repository::open(dir)?;

@@ -94,9 +94,11 @@ pub mod trailer {
     /// A host the session's registries proxy was asked for, with the answer
     /// and the connections: `pypi.org:443 allowed x3`.
     pub const NETWORK: &str = "Longrun-Network";
+    /// The reviewer's answer (`[review]`): `accept (MODEL)` or `reject (MODEL): why`.
+    pub const REVIEW: &str = "Longrun-Review";
 
     /// Every key, in the order a verdict commit writes them.
-    pub const ALL: [&str; 17] = [
+    pub const ALL: [&str; 18] = [
         SESSION,
         ROLE,
         FEATURE,
@@ -114,6 +116,7 @@ pub mod trailer {
         SANDBOX,
         RETRY,
         NETWORK,
+        REVIEW,
     ];
 }
 

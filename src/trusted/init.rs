@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::models::{ModelChoice, Models};
 use super::run::{run_initializer, Interrupt};
 use super::{resolve_model, Mode, Project, Reporter, Verdict};
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
 use crate::features::{self, import::Imported};
-use super::models::{ModelChoice, Models};
 use crate::trusted::repo;
 
 pub struct InitArgs {

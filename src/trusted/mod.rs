@@ -20,6 +20,7 @@ mod record;
 mod recover;
 pub mod repo;
 mod reporter;
+mod review;
 mod run;
 mod serve;
 mod session;

@@ -69,18 +69,31 @@ pub fn resolve_role(
 ) -> anyhow::Result<(ModelSpec, ModelSection)> {
     let section = config.model.for_role(role);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    if let Some((_, model)) = choice.per_role()?.into_iter().rev().find(|(r, _)| *r == role) {
+    if let Some((_, model)) = choice
+        .per_role()?
+        .into_iter()
+        .rev()
+        .find(|(r, _)| *r == role)
+    {
         return Ok((ModelSpec::parse(model, &cwd)?, section));
     }
     // `--model`, then LONGRUN_MODEL, then the role's section over [model].
     let mut flat = config.clone();
     flat.model = section.clone();
-    Ok((super::resolve_model(choice.model.as_deref(), &flat, dir)?, section))
+    Ok((
+        super::resolve_model(choice.model.as_deref(), &flat, dir)?,
+        section,
+    ))
 }
 
 impl Models {
     /// Open a provider per role (shared where they are the same).
-    pub fn open(choice: &ModelChoice, config: &Config, dir: &Path, review: bool) -> anyhow::Result<Models> {
+    pub fn open(
+        choice: &ModelChoice,
+        config: &Config,
+        dir: &Path,
+        review: bool,
+    ) -> anyhow::Result<Models> {
         let mut opened: Vec<(String, ModelSection, Arc<dyn Provider>)> = Vec::new();
         let mut open = |role: &str| -> anyhow::Result<Arc<dyn Provider>> {
             let (spec, section) = resolve_role(role, choice, config, dir)?;
@@ -97,7 +110,11 @@ impl Models {
             initializer: open("initializer")?,
             worker: open("worker")?,
             subagent: open("subagent")?,
-            reviewer: if review { Some(open("reviewer")?) } else { None },
+            reviewer: if review {
+                Some(open("reviewer")?)
+            } else {
+                None
+            },
         })
     }
 }

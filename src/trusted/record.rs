@@ -26,6 +26,8 @@ pub struct Record<'a> {
     pub loops: &'a [String],
     /// The hosts the registries proxy was asked for (trusted/proxy.rs).
     pub network: &'a [String],
+    /// The reviewer's answer, when `[review]` is on.
+    pub review: Option<&'a str>,
 }
 
 pub fn work_ref(number: u32) -> String {
@@ -84,6 +86,9 @@ pub fn message(r: &Record) -> String {
     }
     for what in r.loops {
         t.push((trailer::LOOP, one_line(what)));
+    }
+    if let Some(review) = r.review {
+        t.push((trailer::REVIEW, one_line(review)));
     }
     for layer in r.sandbox {
         t.push((trailer::SANDBOX, one_line(layer)));
@@ -147,6 +152,7 @@ mod tests {
             work_kept: true,
             loops: &[],
             network: &[],
+            review: None,
         };
         let msg = message(&r);
         assert!(!msg.chars().any(|c| c.is_control() && c != '\n'), "{msg:?}");

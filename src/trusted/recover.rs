@@ -81,6 +81,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
         network: &[],
         work_kept: kept,
         loops: &[],
+        review: None,
     };
     let main = crate::trusted::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
     let (verdict, reasons, commit) = record::record(project, &rec, main)?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use super::models::{ModelChoice, Models};
 use super::notify::{self, Notifier};
 use super::serve::CostLimit;
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
@@ -13,7 +14,6 @@ pub use super::signals::Interrupt;
 use super::{lock, recover, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
-pub use super::models::{ModelChoice, Models};
 use crate::schema::Role;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
@@ -112,7 +112,8 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
         project.use_profile(profile)?;
     }
     super::preflight::check(&project)?;
-    let models = Models::open(&args.model_choice(), &project.config, &project.dir, false)?;
+    let review = project.config.review.mode != crate::config::ReviewMode::Off;
+    let models = Models::open(&args.model_choice(), &project.config, &project.dir, review)?;
     let _lock = lock::acquire(&project.longrun_dir())?;
     let reporter = Reporter::new(Mode::pick(args.quiet, args.json)).planning(args.asked_sessions());
     let interrupt = Interrupt::install()?;
@@ -211,6 +212,7 @@ pub async fn run_sessions(
                 feature: Some(feature),
                 cost_limit: tally.cost_limit.clone(),
                 subagent_model: Some(Arc::clone(&models.subagent)),
+                reviewer: models.reviewer.clone(),
             };
             tally.ran += 1;
             running.push(run_session(
@@ -336,6 +338,7 @@ pub async fn run_initializer(
         feature: None,
         cost_limit: None,
         subagent_model: Some(Arc::clone(&models.subagent)),
+        reviewer: None,
     };
     run_session(
         project,

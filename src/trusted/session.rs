@@ -37,6 +37,8 @@ pub struct SessionPlan {
     pub cost_limit: Option<Arc<CostLimit>>,
     /// The model of its `task` subagents (None: the session's own).
     pub subagent_model: Option<Arc<dyn Provider>>,
+    /// The reviewer of verified work (`[review]` on; workers only).
+    pub reviewer: Option<Arc<dyn Provider>>,
 }
 
 /// How it ended.
@@ -151,6 +153,7 @@ pub async fn run_session(
         }
     };
     let mut reasons = Vec::new();
+    let mut review = None;
     // Verified merges go one at a time: checks run on what main would become.
     let _turn = merges.lock().await;
     let verifiable = run.stop != Stop::Interrupted && failures.is_empty();
@@ -162,7 +165,7 @@ pub async fn run_session(
             base,
         };
         match checked.verify(work, &mut transcript, reporter).await {
-            Ok(found) => reasons = found,
+            Ok((found, answer)) => (reasons, review) = (found, answer),
             Err(e) => failures.push(format!("verification could not run on its work: {e:#}")),
         }
     }
@@ -198,6 +201,7 @@ pub async fn run_session(
         work_kept: imported.is_some(),
         loops: &run.loops,
         network: &super::proxy::trailer_lines(&run.network),
+        review: review.as_deref(),
     };
     let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
     let (verdict, reasons, commit) = record::record(project, &rec, head)?;
@@ -268,14 +272,15 @@ struct Checked<'a> {
 
 impl Checked<'_> {
     /// The rules on the commits, the merge with main as it is now, the
-    /// candidate's own rules, then the checks on the candidate. The reasons
-    /// it is not accepted; an error is the session's failure.
+    /// candidate's own rules, then the checks on the candidate, then the
+    /// reviewer when there is one. The reasons it is not accepted, and the
+    /// reviewer's answer; an error is the session's failure.
     async fn verify(
         &self,
         work: &import::Imported,
         transcript: &mut Transcript,
         reporter: &Reporter,
-    ) -> anyhow::Result<Vec<String>> {
+    ) -> anyhow::Result<(Vec<String>, Option<String>)> {
         let (project, plan) = (self.project, self.plan);
         let collected = verify::Work {
             head: work.head,
@@ -296,16 +301,16 @@ impl Checked<'_> {
                 reasons.push(format!(
                     "merge conflict with main (which moved during the session) in {paths}"
                 ));
-                return Ok(reasons);
+                return Ok((reasons, None));
             }
         };
         if !reasons.is_empty() {
-            return Ok(reasons);
+            return Ok((reasons, None));
         }
         let main_now = repo::main_head(&project.repo)?.unwrap_or(self.base);
         reasons.extend(self.candidate_problems(main_now, work.head, candidate)?);
         if !reasons.is_empty() {
-            return Ok(reasons);
+            return Ok((reasons, None));
         }
         let place = verify::prepare_checkout(project, self.dir, candidate)?;
         let regressions =
@@ -330,7 +335,24 @@ impl Checked<'_> {
                 reasons.push(check_failure(c));
             }
         }
-        Ok(reasons)
+        let (Some(reviewer), Some(feature), true) =
+            (&plan.reviewer, &plan.feature, reasons.is_empty())
+        else {
+            return Ok((reasons, None));
+        };
+        let reviewed = super::review::Work {
+            number: plan.number,
+            feature,
+            // What this session adds to main as it is now.
+            base: main_now,
+            candidate,
+            checks: &checks,
+        };
+        let answer = super::review::review(project, reviewer, reviewed, transcript).await?;
+        if project.config.review.mode == crate::config::ReviewMode::Required {
+            reasons.extend(answer.rejection());
+        }
+        Ok((reasons, Some(answer.trailer())))
     }
 
     /// What main would become must itself meet the rules: when the merge

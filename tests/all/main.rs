@@ -17,6 +17,7 @@ mod providers;
 mod reading;
 mod registries;
 mod resume;
+mod roles;
 mod sandbox;
 mod session;
 mod tools;
