@@ -221,6 +221,14 @@ impl Profile {
         Ok(())
     }
 
+    /// This profile with more `registries` hosts (`[sandbox] registries` of
+    /// longrun.toml); an entry that is not a host pattern is an error naming it.
+    pub fn with_registries(mut self, extra: &[String]) -> anyhow::Result<Profile> {
+        self.registries.allow_list(extra)?;
+        self.registries.hosts.extend(extra.iter().cloned());
+        Ok(self)
+    }
+
     /// The profile `init.sh` runs under: this one, with the wider of
     /// `network` and `init_network`.
     pub fn for_init_script(&self) -> Profile {

@@ -5,6 +5,7 @@
 
 mod control;
 mod demo;
+mod dependencies;
 mod failpoint;
 mod history;
 mod import;

@@ -63,7 +63,14 @@ impl Project {
                 protected: &config.run.protected,
                 field: &field,
             },
-        )?;
+        )?
+        .with_registries(&config.sandbox.registries)
+        .map_err(|e| {
+            bad_input(format!(
+                "{}: [sandbox] registries: {e:#}",
+                dir.join(config::FILE_NAME).display()
+            ))
+        })?;
         Ok(Project {
             dir,
             repo,
@@ -86,7 +93,8 @@ impl Project {
                 protected: &self.config.run.protected,
                 field: &field,
             },
-        )?;
+        )?
+        .with_registries(&self.config.sandbox.registries)?;
         Ok(())
     }
 

@@ -119,16 +119,16 @@ pub struct Channel {
 
 impl Channel {
     /// The channel for a process confined by `spec`, when its network is
-    /// `registries`: the profile's hosts and `extra_hosts` (`[sandbox]
-    /// registries` of longrun.toml) are let through.
-    pub fn for_spec(spec: &SandboxSpec, extra_hosts: &[String]) -> anyhow::Result<Option<Channel>> {
+    /// `registries`: the profile's hosts (with longrun.toml's, which the
+    /// project added to them) are let through.
+    pub fn for_spec(spec: &SandboxSpec) -> anyhow::Result<Option<Channel>> {
         if spec.profile.network != Network::Registries {
             return Ok(None);
         }
         let allow = spec
             .profile
             .registries
-            .allow_list(extra_hosts)
+            .allow_list(&[])
             .map_err(|e| crate::error::bad_input(format!("{e:#}")))?;
         Channel::new(allow).map(Some)
     }
@@ -500,7 +500,7 @@ fn supervised(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<u8> {
         .context("failed to start the proxy's runtime")?;
     runtime.block_on(async {
         let channel =
-            Channel::for_spec(spec, &[])?.context("the profile's network is not registries")?;
+            Channel::for_spec(spec)?.context("the profile's network is not registries")?;
         let mut cmd = crate::sandbox::command(spec, argv)?;
         channel.inherit(&mut cmd);
         // SAFETY: prctl only; the command dies with this supervisor.

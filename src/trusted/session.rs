@@ -124,6 +124,9 @@ pub async fn run_session(
     let config = worker_config(project, &plan, spec.clone(), &model_name)?;
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
+    let check_time = Duration::from_secs(project.config.checks.timeout_secs);
+    let mut network =
+        super::dependencies::install(&spec, &dir, check_time, &mut transcript).await?;
 
     let launch = Launch {
         number: plan.number,
@@ -134,10 +137,11 @@ pub async fn run_session(
         grace: Duration::from_secs(project.config.run.grace_secs),
         cost_limit: plan.cost_limit.clone(),
         budget: project.config.budget.clone(),
-        proxy: super::proxy::Channel::for_spec(&spec, &project.config.sandbox.registries)?,
+        proxy: super::proxy::Channel::for_spec(&spec)?,
         subagent_model: plan.subagent_model.clone(),
     };
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
+    network.extend(run.network.iter().cloned());
 
     // Verification, from outside the session. Whatever the session's output
     // breaks on the way is its verdict, `failed`, and the run goes on.
@@ -200,7 +204,7 @@ pub async fn run_session(
         sandbox: &sandbox_layers,
         work_kept: imported.is_some(),
         loops: &run.loops,
-        network: &super::proxy::trailer_lines(&run.network),
+        network: &super::proxy::trailer_lines(&network),
         review: review.as_deref(),
     };
     let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
