@@ -202,6 +202,28 @@ pub enum Command {
         #[command(flatten)]
         dir: DirArg,
     },
+    /// Free disk: prune old sessions' directories and work refs, then repack.
+    #[command(
+        long_about = "Free disk: prune old sessions' directories and work refs, then repack.\n\n\
+        Every session recorded on main but the newest --keep loses its directory under \
+        .longrun/sessions/ (its transcript is kept unless --transcripts) and its work ref \
+        refs/longrun/sessions/NNNN; git's objects are then repacked into one pack and what no ref \
+        reaches any more is dropped. main's history (every verdict commit, all accepted work) is \
+        never touched, nor a session without a verdict. It does not run beside `continue`."
+    )]
+    Gc {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Keep the newest N sessions whatever their age.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        keep: u32,
+        /// Prune only sessions recorded more than DAYS days ago.
+        #[arg(long, value_name = "DAYS")]
+        older_than: Option<f64>,
+        /// Remove the pruned sessions' transcripts too (`longrun show` then has nothing to show).
+        #[arg(long)]
+        transcripts: bool,
+    },
     /// Features passing, attempts, verdicts, the sessions in progress, the next feature, tokens.
     Status {
         #[command(flatten)]

@@ -204,6 +204,11 @@ impl Default for SandboxSection {
 pub struct ChecksSection {
     #[serde(default)]
     pub commands: Vec<String>,
+    /// One command that runs the whole acceptance suite, in place of one
+    /// regression check per passing feature; it names failures per feature
+    /// in the file `LONGRUN_SUITE_RESULTS` gives it (see the README).
+    #[serde(default)]
+    pub suite: Option<String>,
     /// Seconds each check (and init.sh) may run during verification.
     #[serde(default = "default_check_timeout")]
     pub timeout_secs: u64,
@@ -217,6 +222,7 @@ impl Default for ChecksSection {
     fn default() -> Self {
         ChecksSection {
             commands: Vec::new(),
+            suite: None,
             timeout_secs: default_check_timeout(),
         }
     }

@@ -166,6 +166,21 @@ pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
     Ok(lines.join("\n"))
 }
 
+/// Pack files libgit2 keeps open at once in this process. Without a bound it
+/// keeps every pack of every repository it has read from open (about two
+/// descriptors each), so a project with hundreds of packs runs out of
+/// descriptors; past the bound the least recently used pack is closed.
+pub const OPEN_PACKS: usize = 32;
+
+/// Apply [`OPEN_PACKS`]; call once, before any repository is opened.
+pub fn bound_open_packs() {
+    // SAFETY: this sets a libgit2 global; it runs at start-up, before any
+    // thread or repository exists, so nothing reads the setting concurrently.
+    if let Err(e) = unsafe { git2::opts::set_mwindow_file_limit(OPEN_PACKS) } {
+        tracing::warn!("cannot bound the pack files git keeps open: {e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

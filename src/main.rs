@@ -10,7 +10,10 @@ fn main() -> ExitCode {
     // The worker and the exec helper confine themselves before any thread exists,
     // so they run before the async runtime is built.
     match cli.command {
-        Command::Worker { config } => return longrun::confined::run_worker(&config),
+        Command::Worker { config } => {
+            longrun::git::bound_open_packs();
+            return longrun::confined::run_worker(&config);
+        }
         Command::Export {
             spec,
             base,
@@ -102,6 +105,7 @@ fn print_bytes(bytes: &[u8]) -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    longrun::git::bound_open_packs();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -170,6 +174,20 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Stop { dir } => o::stop(&dir.dir),
         Command::Retry { feature, dir } => {
             println!("{}", safe(&o::retry(&dir.dir, &feature)?));
+            Ok(Outcome::Done)
+        }
+        Command::Gc {
+            dir,
+            keep,
+            older_than,
+            transcripts,
+        } => {
+            let args = o::GcArgs {
+                keep,
+                older_than_days: older_than,
+                transcripts,
+            };
+            print!("{}", o::gc(&dir.dir, &args)?);
             Ok(Outcome::Done)
         }
         Command::Status { dir, json, wide } => {

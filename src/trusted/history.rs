@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use git2::{Oid, Repository};
+
 use super::Verdict;
-use crate::trusted::repo::LogEntry;
+use crate::trusted::repo::{self, LogEntry};
 
 /// One session, from its verdict commit's trailers.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -82,42 +84,91 @@ pub struct FeatureStats {
 pub struct History {
     pub sessions: Vec<SessionRow>,
     pub features: BTreeMap<String, FeatureStats>,
+    /// The commit of main this history was read up to.
+    pub tip: Option<Oid>,
+    /// The highest session number on main.
+    pub last_session: u32,
+    initialized: bool,
 }
 
 impl History {
     pub fn from_log(log: &[LogEntry]) -> History {
         let mut history = History::default();
         for entry in log {
-            if let Some(id) = entry.trailer(trailer::RETRY) {
-                history
-                    .features
-                    .entry(id.to_string())
-                    .or_default()
-                    .failed_attempts = 0;
-                continue;
-            }
-            let Some(row) = SessionRow::from_entry(entry) else {
-                continue;
-            };
-            if let Some(feature) = &row.feature {
-                let stats = history.features.entry(feature.clone()).or_default();
-                stats.attempts += 1;
-                if row.verdict() != Some(Verdict::Accepted) {
-                    stats.failed_attempts += 1;
-                }
-                stats.last_verdict = Some(row.verdict.clone());
-                stats.last_reasons = row.reasons.clone();
-            }
-            history.sessions.push(row);
+            history.push(entry);
         }
         history
     }
 
+    /// Read main's first-parent history from scratch.
+    pub fn read(repo: &Repository) -> anyhow::Result<History> {
+        let mut history = History::default();
+        history.catch_up(repo)?;
+        Ok(history)
+    }
+
+    /// Bring the history up to main's tip, reading only the commits added
+    /// since it was last read; a main whose earlier history changed (a user
+    /// rewrote it) is read again from the start.
+    pub fn catch_up(&mut self, repo: &Repository) -> anyhow::Result<()> {
+        let head = repo::main_head(repo)?;
+        if head == self.tip {
+            return Ok(());
+        }
+        let Some(head) = head else {
+            *self = History::default();
+            return Ok(());
+        };
+        let mut added = Vec::new();
+        let mut next = Some(repo.find_commit(head)?);
+        while let Some(commit) = next {
+            if Some(commit.id()) == self.tip {
+                break;
+            }
+            next = commit.parents().next();
+            if next.is_none() && self.tip.is_some() {
+                // The old tip is not on main's first-parent line any more.
+                *self = History::default();
+            }
+            added.push(repo::log_entry(&commit));
+        }
+        for entry in added.iter().rev() {
+            self.push(entry);
+        }
+        self.tip = Some(head);
+        Ok(())
+    }
+
+    /// Add the next commit of main's first-parent history.
+    pub fn push(&mut self, entry: &LogEntry) {
+        self.tip = Some(entry.id);
+        if let Some(id) = entry.trailer(trailer::RETRY) {
+            self.features
+                .entry(id.to_string())
+                .or_default()
+                .failed_attempts = 0;
+            return;
+        }
+        let Some(row) = SessionRow::from_entry(entry) else {
+            return;
+        };
+        if let Some(feature) = &row.feature {
+            let stats = self.features.entry(feature.clone()).or_default();
+            stats.attempts += 1;
+            if row.verdict() != Some(Verdict::Accepted) {
+                stats.failed_attempts += 1;
+            }
+            stats.last_verdict = Some(row.verdict.clone());
+            stats.last_reasons = row.reasons.clone();
+        }
+        self.last_session = self.last_session.max(row.session);
+        self.initialized |= row.role == "initializer" && row.verdict() == Some(Verdict::Accepted);
+        self.sessions.push(row);
+    }
+
     /// True once an initializer session has been accepted.
     pub fn initialized(&self) -> bool {
-        self.sessions
-            .iter()
-            .any(|s| s.role == "initializer" && s.verdict() == Some(Verdict::Accepted))
+        self.initialized
     }
 
     pub fn stats(&self, feature: &str) -> FeatureStats {

@@ -3,10 +3,12 @@
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
 
+mod compact;
 mod control;
 mod demo;
 mod dependencies;
 mod failpoint;
+mod gc;
 mod history;
 mod import;
 mod in_progress;
@@ -28,6 +30,8 @@ mod session;
 mod signals;
 pub mod state;
 mod status;
+mod suite;
+mod timing;
 pub mod transcript;
 mod verify;
 mod workspace;
@@ -35,6 +39,7 @@ mod workspace;
 pub use crate::schema::Verdict;
 pub use control::{retry, stop};
 pub use demo::{demo, DemoArgs};
+pub use gc::{gc, GcArgs};
 pub use history::{FeatureStats, History, SessionRow};
 pub use init::{init, InitArgs};
 pub use lock::rfc3339;

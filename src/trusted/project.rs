@@ -1,6 +1,7 @@
 //! A longrun project: its directory, repo and committed settings.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use git2::Repository;
@@ -18,6 +19,8 @@ pub struct Project {
     pub config: Config,
     /// The sandbox profile `[sandbox] profile` names, resolved.
     pub profile: crate::sandbox::Profile,
+    /// main's history as last read: a run reads each commit once.
+    history: Mutex<Arc<History>>,
 }
 
 impl Project {
@@ -76,6 +79,7 @@ impl Project {
             repo,
             config,
             profile,
+            history: Mutex::default(),
         })
     }
 
@@ -98,8 +102,16 @@ impl Project {
         Ok(())
     }
 
-    pub fn history(&self) -> anyhow::Result<History> {
-        Ok(History::from_log(&repo::first_parent_log(&self.repo)?))
+    /// main's history, read from the commits added since the last call.
+    pub fn history(&self) -> anyhow::Result<Arc<History>> {
+        let mut cached = self
+            .history
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the history cache was poisoned"))?;
+        if repo::main_head(&self.repo)? != cached.tip {
+            Arc::make_mut(&mut cached).catch_up(&self.repo)?;
+        }
+        Ok(Arc::clone(&cached))
     }
 
     /// The feature list on main, if the initializer has written one.

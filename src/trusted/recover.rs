@@ -34,7 +34,7 @@ pub fn recover_all(project: &Project, reporter: &Reporter) -> anyhow::Result<Vec
     if let Err(e) = crate::fsutil::remove_tree(&project.longrun_dir().join("import")) {
         tracing::warn!("{e:#}");
     }
-    let numbers = unrecorded(project, &project.history()?);
+    let numbers = unrecorded(project, &*project.history()?);
     for &n in &numbers {
         recover(project, n, reporter)?;
     }

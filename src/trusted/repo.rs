@@ -335,23 +335,27 @@ pub fn first_parent_log(repo: &Repository) -> anyhow::Result<Vec<LogEntry>> {
     walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
     let mut entries = Vec::new();
     for oid in walk {
-        let commit = repo.find_commit(oid?)?;
-        let message = commit.message().unwrap_or("");
-        let trailers = git2::message_trailers_strs(message)
-            .map(|t| {
-                t.iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        entries.push(LogEntry {
-            id: commit.id(),
-            time: commit.time().seconds(),
-            summary: commit.summary().unwrap_or("").to_string(),
-            trailers,
-        });
+        entries.push(log_entry(&repo.find_commit(oid?)?));
     }
     Ok(entries)
+}
+
+/// A commit as a log entry: its summary and trailers.
+pub fn log_entry(commit: &git2::Commit) -> LogEntry {
+    let message = commit.message().unwrap_or("");
+    let trailers = git2::message_trailers_strs(message)
+        .map(|t| {
+            t.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    LogEntry {
+        id: commit.id(),
+        time: commit.time().seconds(),
+        summary: commit.summary().unwrap_or("").to_string(),
+        trailers,
+    }
 }
 
 /// The project directory's real path (the work dir of its repo).

@@ -227,10 +227,11 @@ pub async fn run_sessions(
         let Some(result) = running.next().await else {
             return match ending {
                 Some(outcome) => Ok(outcome),
-                None => finished(project, &project.history()?, reporter),
+                None => finished(project, &*project.history()?, reporter),
             };
         };
         let outcome = result?;
+        compact_objects(project);
         in_flight.retain(|id| Some(id) != outcome.feature.as_ref());
         if let Some(done) = stop_after(&outcome, interrupt) {
             ending.get_or_insert(done);
@@ -285,6 +286,16 @@ fn tell_about_failure(
         notifier.send(notify::rejected_in_a_row(streak), reporter);
     }
     Ok(())
+}
+
+/// Roll up the packs sessions added once they pass the threshold; a repack
+/// that fails is a warning, the run goes on.
+fn compact_objects(project: &Project) {
+    match super::compact::compact_if_due(project.repo.path()) {
+        Ok(true) => tracing::info!("rolled up the project's packs"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!("the project's objects could not be repacked: {e:#}"),
+    }
 }
 
 /// Whether a run limit forbids starting another session, and how the run ends then.

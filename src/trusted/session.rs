@@ -83,8 +83,7 @@ pub fn sandbox_spec(
 /// Hand out the next session number; it is saved before anything else happens,
 /// so it is never handed out again.
 pub fn next_number(project: &Project) -> anyhow::Result<u32> {
-    let log = repo::first_parent_log(&project.repo)?;
-    let mut st = State::load(&project.dir, &log);
+    let mut st = State::load(&project.dir, project.history()?.last_session);
     st.last_session += 1;
     st.save(&project.dir)?;
     Ok(st.last_session)
@@ -100,6 +99,7 @@ pub async fn run_session(
     merges: &MergeQueue,
 ) -> anyhow::Result<SessionOutcome> {
     let started = Instant::now();
+    let mut phases = super::timing::Phases::start(plan.number);
     let dir = session_dir(project, plan.number);
     let (work, tmp, home) = (dir.join("work"), dir.join("tmp"), dir.join("home"));
     for d in [&tmp, &home] {
@@ -140,7 +140,9 @@ pub async fn run_session(
         proxy: super::proxy::Channel::for_spec(&spec)?,
         subagent_model: plan.subagent_model.clone(),
     };
+    phases.mark("prepare");
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
+    phases.mark("worker");
     network.extend(run.network.iter().cloned());
 
     // Verification, from outside the session. Whatever the session's output
@@ -158,8 +160,10 @@ pub async fn run_session(
     };
     let mut reasons = Vec::new();
     let mut review = None;
+    phases.mark("import");
     // Verified merges go one at a time: checks run on what main would become.
     let _turn = merges.lock().await;
+    phases.mark("queue");
     let verifiable = run.stop != Stop::Interrupted && failures.is_empty();
     if let Some(work) = imported.as_ref().filter(|_| verifiable) {
         let checked = Checked {
@@ -168,11 +172,15 @@ pub async fn run_session(
             dir: &dir,
             base,
         };
-        match checked.verify(work, &mut transcript, reporter).await {
+        match checked
+            .verify(work, &mut transcript, reporter, &mut phases)
+            .await
+        {
             Ok((found, answer)) => (reasons, review) = (found, answer),
             Err(e) => failures.push(format!("verification could not run on its work: {e:#}")),
         }
     }
+    phases.mark("verify");
     let mut verdict = decide(&run, project.config.budget.wall_time_secs, &mut reasons);
     if !failures.is_empty() {
         if verdict == Verdict::Interrupted {
@@ -216,7 +224,9 @@ pub async fn run_session(
         commit: commit.to_string(),
     })?;
     reporter.verdict(plan.number, verdict.as_str(), &reasons, &commit.to_string());
+    phases.mark("record");
     remove_session_files(project, plan.number);
+    phases.finish("cleanup");
     Ok(SessionOutcome {
         number: plan.number,
         feature: feature_id.clone(),
@@ -284,6 +294,7 @@ impl Checked<'_> {
         work: &import::Imported,
         transcript: &mut Transcript,
         reporter: &Reporter,
+        phases: &mut super::timing::Phases,
     ) -> anyhow::Result<(Vec<String>, Option<String>)> {
         let (project, plan) = (self.project, self.plan);
         let collected = verify::Work {
@@ -316,7 +327,9 @@ impl Checked<'_> {
         if !reasons.is_empty() {
             return Ok((reasons, None));
         }
+        phases.mark("rules");
         let place = verify::prepare_checkout(project, self.dir, candidate)?;
+        phases.mark("checkout");
         let regressions =
             verify::regressions_due(project, plan.number, main_now, plan.feature.as_ref());
         let checks: Vec<CheckRun> = verify::run_checks(
@@ -327,6 +340,7 @@ impl Checked<'_> {
             &regressions,
         )
         .await?;
+        phases.mark("checks");
         for c in &checks {
             reporter.check(&c.name, c.passed);
             transcript.append(&Entry::Check {

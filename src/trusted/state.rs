@@ -4,13 +4,11 @@
 //! session number handed out (so numbers never repeat, even for sessions that
 //! never reached a verdict) and is rebuilt when missing or corrupt.
 
-use crate::schema::trailer;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
-use crate::trusted::repo::LogEntry;
 
 pub const DIR: &str = ".longrun";
 
@@ -34,16 +32,12 @@ fn state_path(project: &Path) -> PathBuf {
 
 impl State {
     /// Load the state, reconciled with the log and the session directories.
-    pub fn load(project: &Path, log: &[LogEntry]) -> State {
+    /// `from_log` is the highest session number recorded on main.
+    pub fn load(project: &Path, from_log: u32) -> State {
         let cached: State = std::fs::read_to_string(state_path(project))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        let from_log = log
-            .iter()
-            .filter_map(|e| e.trailer(trailer::SESSION)?.parse::<u32>().ok())
-            .max()
-            .unwrap_or(0);
         let from_dirs = session_dir_numbers(project).into_iter().max().unwrap_or(0);
         State {
             last_session: cached.last_session.max(from_log).max(from_dirs),

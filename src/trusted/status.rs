@@ -6,8 +6,8 @@ use std::path::Path;
 use serde_json::json;
 
 use super::run::next_feature_besides;
-use super::{History, Project};
-use crate::view::text::{duration, fit_last_column, output_width, render_table};
+use super::Project;
+use crate::view::text::{bytes, duration, fit_last_column, output_width, render_table};
 
 /// The first reason, and how many more there are.
 fn reason_cell(reasons: &[String]) -> String {
@@ -42,6 +42,7 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         .iter()
         .filter(|s| s.verdict == "accepted")
         .count();
+    let disk = super::gc::Disk::of(&project);
     if as_json {
         let rows: Vec<_> = features
             .iter()
@@ -65,6 +66,7 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
             "unrecorded_sessions": unrecorded,
             "running_pid": running.as_ref().map(|h| h.pid),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
+            "disk": {"longrun_bytes": disk.longrun, "git_bytes": disk.git},
             "sandbox": {"profile": project.profile.name, "network": project.profile.network.as_str()},
             "models": super::models::describe_config(&project.config, &project.dir),
         });
@@ -150,6 +152,11 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         "models: {}\n",
         super::models::describe_config(&project.config, &project.dir)
     ));
+    out.push_str(&format!(
+        "disk: .longrun/ {}, .git/ {}\n",
+        bytes(disk.longrun),
+        bytes(disk.git)
+    ));
     out.push_str(&sandbox_line(&project.profile));
     Ok(out)
 }
@@ -165,7 +172,7 @@ fn sandbox_line(profile: &crate::sandbox::Profile) -> String {
 
 pub fn log(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
-    let history: History = project.history()?;
+    let history = project.history()?;
     if as_json {
         return Ok(serde_json::to_string_pretty(&history.sessions)? + "\n");
     }

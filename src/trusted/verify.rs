@@ -168,9 +168,17 @@ pub async fn run_checks(
         for (i, command) in project.config.checks.commands.iter().enumerate() {
             steps.push((format!("check {}", i + 1), command.clone()));
         }
-        for f in regressions {
-            if let Some(check) = &f.check {
-                steps.push((format!("{REGRESSION} {}", f.id), check.clone()));
+        match &project.config.checks.suite {
+            // The whole suite at once, mapped back to features below.
+            Some(suite) if !regressions.is_empty() => {
+                steps.push((super::suite::STEP.into(), suite.clone()))
+            }
+            _ => {
+                for f in regressions {
+                    if let Some(check) = &f.check {
+                        steps.push((format!("{REGRESSION} {}", f.id), check.clone()));
+                    }
+                }
             }
         }
     }
@@ -181,9 +189,17 @@ pub async fn run_checks(
     std::fs::create_dir_all(&out)?;
     let per_step = project.config.checks.timeout_secs;
     let mut script = String::from("exec </dev/null >/dev/null 2>&1\n");
-    for (i, (_, command)) in steps.iter().enumerate() {
+    let suite_results = super::suite::results_path(&out);
+    for (i, (name, command)) in steps.iter().enumerate() {
         std::fs::write(out.join(format!("{i}.sh")), command)?;
         let o = out.display();
+        if name == super::suite::STEP {
+            script.push_str(&format!(
+                "export {}={}\n",
+                super::suite::RESULTS_ENV,
+                suite_results.display()
+            ));
+        }
         script.push_str(&format!(
             "timeout -k 5 {per_step} bash {o}/{i}.sh > {o}/{i}.log 2>&1; echo $? > {o}/{i}.rc\n"
         ));
@@ -234,6 +250,17 @@ pub async fn run_checks(
         let mut tail = progress::tail(&String::from_utf8_lossy(&log), 40);
         if rc == "124" || rc == "137" {
             tail.push_str(&format!("\n[timed out after {per_step} s]"));
+        }
+        if name == super::suite::STEP {
+            let results = super::suite::read_results(&suite_results);
+            runs.extend(super::suite::regression_runs(
+                regressions,
+                command,
+                rc == "0",
+                &tail,
+                &results,
+            ));
+            continue;
         }
         runs.push(CheckRun {
             name: name.clone(),

@@ -15,7 +15,6 @@ use super::html::escape;
 use super::text::{duration, short_id, tokens};
 use crate::error::bad_input;
 use crate::features::{self, FeatureList};
-use crate::trusted::repo;
 use crate::trusted::{rfc3339, History, Project, SessionRow, Verdict};
 
 const STYLE: &str = include_str!("report.css");
@@ -52,7 +51,7 @@ pub fn report(dir: &Path, out: Option<&Path>) -> anyhow::Result<PathBuf> {
 struct Facts {
     name: String,
     features: FeatureList,
-    history: History,
+    history: std::sync::Arc<History>,
     max_attempts: u32,
     /// Features passing on main after each session, by session.
     passing: Vec<(u32, usize)>,
@@ -63,10 +62,11 @@ fn gather(project: &Project) -> anyhow::Result<Facts> {
     let features = project.features()?.unwrap_or(FeatureList {
         features: Vec::new(),
     });
+    let mut counts = PassingCounts::default();
     let passing = history
         .sessions
         .iter()
-        .map(|s| Ok((s.session, passing_at(project, &s.commit)?)))
+        .map(|s| Ok((s.session, counts.at(project, &s.commit)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(Facts {
         name: project
@@ -81,14 +81,35 @@ fn gather(project: &Project) -> anyhow::Result<Facts> {
     })
 }
 
-/// How many features pass in features.json at `commit` (0 before there is one).
-fn passing_at(project: &Project, commit: &str) -> anyhow::Result<usize> {
-    let Ok(oid) = Oid::from_str(commit) else {
-        return Ok(0);
-    };
-    Ok(repo::read_file_at(&project.repo, oid, features::FILE_NAME)?
-        .and_then(|text| FeatureList::parse(&text).ok())
-        .map_or(0, |l| l.passing()))
+/// How many features pass in features.json, commit by commit. Most sessions
+/// leave features.json as it was, so it is parsed again only when its blob
+/// changed: one tree lookup per session, one parse per change.
+#[derive(Default)]
+struct PassingCounts {
+    last: Option<(Oid, usize)>,
+}
+
+impl PassingCounts {
+    /// How many features pass at `commit` (0 before there is a feature list).
+    fn at(&mut self, project: &Project, commit: &str) -> anyhow::Result<usize> {
+        let Ok(oid) = Oid::from_str(commit) else {
+            return Ok(0);
+        };
+        let tree = project.repo.find_commit(oid)?.tree()?;
+        let Some(entry) = tree.get_name(features::FILE_NAME) else {
+            return Ok(0);
+        };
+        if let Some((blob, count)) = self.last {
+            if blob == entry.id() {
+                return Ok(count);
+            }
+        }
+        let blob = project.repo.find_blob(entry.id())?;
+        let count =
+            FeatureList::parse(&String::from_utf8_lossy(blob.content())).map_or(0, |l| l.passing());
+        self.last = Some((entry.id(), count));
+        Ok(count)
+    }
 }
 
 fn render(project: &Project) -> anyhow::Result<String> {

@@ -81,7 +81,7 @@ fn missing_transcript(project: &Project, number: u32, path: &Path) -> anyhow::Er
     let recorded = project
         .history()
         .ok()
-        .and_then(|h| h.sessions.into_iter().find(|s| s.session == number));
+        .and_then(|h| h.sessions.iter().find(|s| s.session == number).cloned());
     match recorded {
         Some(row) => bad_input(format!(
             "session {number} is recorded on main ({}, commit {}) but its transcript {} is not here: \

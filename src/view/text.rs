@@ -128,6 +128,21 @@ pub fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
+/// A byte count for people: 512 B, 3.4 KB, 12.0 MB, 1.2 GB (powers of 1,000).
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ mod registries;
 mod resume;
 mod roles;
 mod sandbox;
+mod scale;
 mod session;
 mod tools;
 mod verdicts;

@@ -62,6 +62,7 @@ fn stable(env: &Env) -> insta::Settings {
         r"peak memory \d+ KiB, \d+\.\d ms",
         "peak memory [KIB], [MS]",
     );
+    s.add_filter(r"disk: .*", "disk: [DISK]");
     s
 }
 

@@ -1,0 +1,460 @@
+//! `cargo bench --bench scale`: one long `longrun continue` per project
+//! shape, with a scripted model doing trivial valid work (each session makes
+//! its feature's file `FNNNNN.txt` and flips its `passes`), run under
+//! `ulimit -n 256`, printing every 50 sessions:
+//!
+//! - the orchestrator's time per session by phase (from the `session N
+//!   phases:` lines of `.longrun/longrun.log`), and the time between
+//!   sessions; "orch" is the session's wall time less the worker and the
+//!   checks' own run time;
+//! - verification (the checks' run) against the passing features;
+//! - the orchestrator's open descriptors and resident memory, sampled when
+//!   the verdict is printed;
+//! - the disk under `.longrun/` and `.git/`.
+//!
+//! Shapes: 10 and 300 features passing at the start (one more passes per
+//! session), and a 5,000-file, 50 MB repository with 10. The regressions
+//! run as one `[checks] suite` (`--no-suite`: one check per feature).
+//!
+//! ```sh
+//! cargo bench --bench scale                          # 1,000 / 1,000 / 100 sessions
+//! cargo bench --bench scale -- --sessions 300 --big-sessions 50 --only small,large,big
+//! ```
+//!
+//! Under `cargo test --all-targets` (no `--bench` argument) every shape runs
+//! a few sessions as a smoke test.
+
+// A benchmark that cannot set up has nothing to report: it panics.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+struct Shape {
+    name: &'static str,
+    passing: usize,
+    files: usize,
+    sessions: usize,
+}
+
+struct Options {
+    every: usize,
+    suite: bool,
+    keep: bool,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let full = args.iter().any(|a| a == "--bench");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let sessions: usize = value("--sessions").map_or(if full { 1000 } else { 3 }, |v| {
+        v.parse().expect("--sessions N")
+    });
+    let big_sessions: usize = value("--big-sessions").map_or(if full { 100 } else { 2 }, |v| {
+        v.parse().expect("--big-sessions N")
+    });
+    let only = value("--only").unwrap_or_else(|| "small,large,big".into());
+    let options = Options {
+        every: value("--every")
+            .map_or(if full { 50 } else { 1 }, |v| v.parse().expect("--every N")),
+        suite: !args.iter().any(|a| a == "--no-suite"),
+        keep: args.iter().any(|a| a == "--keep"),
+    };
+    let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
+    let shapes = [
+        Shape {
+            name: "small",
+            passing: small,
+            files: 0,
+            sessions,
+        },
+        Shape {
+            name: "large",
+            passing: large,
+            files: 0,
+            sessions,
+        },
+        Shape {
+            name: "big",
+            passing: small,
+            files,
+            sessions: big_sessions,
+        },
+    ];
+    for shape in shapes
+        .iter()
+        .filter(|s| only.split(',').any(|o| o == s.name))
+    {
+        run_shape(shape, &options);
+    }
+}
+
+fn run_shape(shape: &Shape, options: &Options) {
+    let root = tempfile::Builder::new()
+        .prefix("longrun-scale-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let dir = root.path().join("project");
+    // --keep: the project stays for a look, also when the run fails.
+    let root_path = root.path().to_path_buf();
+    let root = if options.keep {
+        let _ = root.keep();
+        None
+    } else {
+        Some(root)
+    };
+    if options.keep {
+        println!("project: {}", dir.display());
+    }
+    let started = Instant::now();
+    set_up(&dir, &root_path, shape, options);
+    println!(
+        "\n{} ({} features passing at the start{}; set up in {:.0} s; regressions as {})",
+        shape.name,
+        shape.passing,
+        if shape.files > 0 {
+            format!(", {} files / {} MB of data", shape.files, shape.files / 100)
+        } else {
+            String::new()
+        },
+        started.elapsed().as_secs_f64(),
+        if options.suite {
+            "one suite"
+        } else {
+            "one check per feature"
+        }
+    );
+    let samples = run(&dir, shape.sessions, options.every);
+    let phases = read_phases(&dir.join(".longrun/longrun.log"));
+    print_table(&samples, &phases, shape.passing);
+    drop(root);
+}
+
+/// The project after its initializer: `passing` features already done by a
+/// human commit, one more feature per session to come.
+fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
+    let total = shape.passing + shape.sessions + 5;
+    let ids: Vec<String> = (1..=total).map(|i| format!("F{i:05}")).collect();
+    let line = |id: &str, passes: bool| {
+        format!(
+            r#"{{"id": "{id}", "category": "functional", "description": "file {id}.txt exists", "steps": ["make it"], "check": "test -f {id}.txt", "passes": {passes}}}"#
+        )
+    };
+    let list = |done: usize| {
+        let lines: Vec<String> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| line(id, i < done))
+            .collect();
+        format!("{{\"features\": [\n{}\n]}}\n", lines.join(",\n"))
+    };
+    let mut init_calls = vec![
+        json!({"name": "write_file", "arguments": {"path": "features.json", "content": list(0)}}),
+        json!({"name": "write_file", "arguments": {"path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}}),
+        json!({"name": "write_file", "arguments": {"path": "progress.md", "content": "# Progress\n"}}),
+        json!({"name": "write_file", "arguments": {"path": "tests/suite.sh", "content": SUITE}}),
+    ];
+    if shape.files > 0 {
+        let bytes = shape.files * 10_000;
+        init_calls.push(json!({"name": "bash", "arguments": {"command": format!(
+            "mkdir -p data && head -c {bytes} /dev/urandom | split -b 10000 -a 5 -d - data/f"
+        )}}));
+    }
+    let init = json!([
+        {"tool_calls": init_calls},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "chmod +x init.sh && git add -A && git commit -qm init"}}]},
+        {"text": "initialized"}
+    ]);
+    let work = json!([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": WORK}}]},
+        {"text": "done"}
+    ]);
+    let model = root.join("model.json");
+    std::fs::write(
+        &model,
+        json!({"sessions": {"1": init, "*": work}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(root.join("spec.md"), "# Spec\nOne file per feature.\n").unwrap();
+    let out = longrun(root)
+        .args(["init", "spec.md", "--dir"])
+        .arg(dir)
+        .arg("--model")
+        .arg(format!("scripted:{}", model.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "init: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A human commit: the first features done, the settings for the run.
+    for id in &ids[..shape.passing] {
+        std::fs::write(dir.join(format!("{id}.txt")), "ok\n").unwrap();
+    }
+    std::fs::write(dir.join("features.json"), list(shape.passing)).unwrap();
+    let toml = std::fs::read_to_string(dir.join("longrun.toml")).unwrap();
+    let mut toml = toml
+        .replacen("steps = 200", "steps = 5", 1)
+        .replacen("check_rounds = 3", "check_rounds = 0", 1)
+        .replacen("unattended = \"deny\"", "unattended = \"allow\"", 1);
+    assert!(toml.contains("unattended = \"allow\""), "{toml}");
+    if options.suite {
+        toml = toml.replacen("[checks]", "[checks]\nsuite = \"bash tests/suite.sh\"", 1);
+    }
+    std::fs::write(dir.join("longrun.toml"), toml).unwrap();
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "commit",
+            "-qm",
+            "benchmark: the first features, the run's settings",
+        ],
+    );
+}
+
+/// The worker's one command: the first feature not passing gets its file and flips.
+const WORK: &str = r#"id=$(grep -m1 '"passes": false' features.json | sed -E 's/.*"id": "([^"]+)".*/\1/') && echo ok > "$id.txt" && sed -i '0,/"passes": false/s//"passes": true/' features.json && git add -A && git commit -qm "$id""#;
+
+/// The acceptance suite: every passing feature's file, one JSON line each.
+const SUITE: &str = r#"#!/usr/bin/env bash
+out=${LONGRUN_SUITE_RESULTS:-/dev/null}
+grep '"passes": true' features.json | sed -E 's/.*"id": "([^"]+)".*/\1/' | while read -r id; do
+  if [ -f "$id.txt" ]; then p=true; else p=false; fi
+  echo "{\"feature\":\"$id\",\"passed\":$p}"
+done > "$out"
+! grep -q '"passed":false' "$out"
+"#;
+
+/// What was measured after a session's verdict.
+struct Sample {
+    session: u32,
+    wall_s: f64,
+    fds: usize,
+    rss_kib: u64,
+    longrun_bytes: u64,
+    git_bytes: u64,
+}
+
+/// Run `continue --sessions N` under `ulimit -n 256`, sampling every `every` verdicts.
+fn run(dir: &Path, sessions: usize, every: usize) -> Vec<Sample> {
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_longrun"))
+        .args([
+            "continue",
+            "--json",
+            "--sessions",
+            &sessions.to_string(),
+            "--dir",
+        ])
+        .arg(dir)
+        .env_remove("LONGRUN_MODEL")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut samples = Vec::new();
+    let mut last = Instant::now();
+    let mut seen = 0;
+    let mut outcome = Value::Null;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(event) = serde_json::from_str::<Value>(&line.unwrap()) else {
+            continue;
+        };
+        match event["type"].as_str() {
+            Some("verdict") => {
+                assert_eq!(event["verdict"], "accepted", "{event}");
+                seen += 1;
+                if seen % every == 0 || seen == sessions {
+                    let wall_s = last.elapsed().as_secs_f64();
+                    last = Instant::now();
+                    let (fds, rss_kib) = (open_fds(pid), rss_kib(pid));
+                    let (git_bytes, longrun_bytes) = disk(dir);
+                    samples.push(Sample {
+                        session: event["session"].as_u64().unwrap_or(0) as u32,
+                        wall_s,
+                        fds,
+                        rss_kib,
+                        longrun_bytes,
+                        git_bytes,
+                    });
+                }
+            }
+            Some("run_finished") => outcome = event,
+            _ => {}
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "continue failed: {outcome}");
+    assert_eq!(seen, sessions, "{outcome}");
+    samples
+}
+
+/// Per session, the milliseconds of each phase the orchestrator logged.
+fn read_phases(log: &Path) -> BTreeMap<u32, BTreeMap<String, f64>> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(at) = line.find("session ") else {
+            continue;
+        };
+        let rest = &line[at + 8..];
+        let Some((number, phases)) = rest.split_once(" phases: ") else {
+            continue;
+        };
+        let Ok(number) = number.parse::<u32>() else {
+            continue;
+        };
+        let mut map = BTreeMap::new();
+        for part in phases.split(", ") {
+            let mut words = part.split_whitespace();
+            if let (Some(name), Some(ms)) = (words.next(), words.next()) {
+                map.insert(name.to_string(), ms.parse().unwrap_or(0.0));
+            }
+        }
+        out.insert(number, map);
+    }
+    out
+}
+
+const PHASES: [&str; 9] = [
+    "prepare", "import", "queue", "rules", "checkout", "verify", "record", "cleanup", "worker",
+];
+
+/// `passing`: features passing before session 2, the first worker session.
+fn print_table(samples: &[Sample], phases: &BTreeMap<u32, BTreeMap<String, f64>>, passing: usize) {
+    print!(
+        "{:>8} {:>8} {:>8} {:>8}",
+        "sessions", "wall", "orch", "between"
+    );
+    for p in PHASES {
+        print!(" {p:>8}");
+    }
+    println!(
+        " {:>8} {:>8} {:>5} {:>8} {:>10} {:>10}",
+        "checks", "passing", "fds", "RSS MB", ".longrun/", ".git/"
+    );
+    let mut from = phases.keys().next().copied().unwrap_or(0).max(2);
+    for s in samples {
+        let batch: Vec<&BTreeMap<String, f64>> =
+            phases.range(from..=s.session).map(|(_, m)| m).collect();
+        let n = batch.len().max(1) as f64;
+        let mean = |p: &str| {
+            batch
+                .iter()
+                .map(|m| m.get(p).copied().unwrap_or(0.0))
+                .sum::<f64>()
+                / n
+        };
+        let total: f64 = batch.iter().map(|m| m.values().sum::<f64>()).sum::<f64>() / n;
+        let wall_ms = s.wall_s * 1000.0 / n;
+        let orch = total - mean("worker") - mean("checks");
+        print!(
+            "{:>8} {:>8.0} {:>8.1} {:>8.1}",
+            s.session,
+            wall_ms,
+            orch,
+            (wall_ms - total).max(0.0)
+        );
+        for p in PHASES {
+            print!(" {:>8.1}", mean(p));
+        }
+        // Every session is accepted (checked above): one more passes each time.
+        let passing = passing + s.session as usize - 1;
+        println!(
+            " {:>8.1} {:>8} {:>5} {:>8.1} {:>10} {:>10}",
+            mean("checks"),
+            passing,
+            s.fds,
+            s.rss_kib as f64 / 1024.0,
+            mb(s.longrun_bytes),
+            mb(s.git_bytes)
+        );
+        from = s.session + 1;
+    }
+    println!("(times in ms per session, means over the rows' sessions; orch = the orchestrator's phases but worker and checks)");
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Allocated bytes under `.git/` and `.longrun/`, not following symlinks; a
+/// file hard-linked several times counts once, under `.git/` when it is there
+/// (clones share git's objects by hard links).
+fn disk(dir: &Path) -> (u64, u64) {
+    fn walk(path: &Path, linked: &mut HashSet<(u64, u64)>) -> u64 {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return 0;
+        };
+        if meta.nlink() > 1 && !meta.is_dir() && !linked.insert((meta.dev(), meta.ino())) {
+            return 0;
+        }
+        let own = meta.blocks() * 512;
+        if !meta.is_dir() {
+            return own;
+        }
+        own + std::fs::read_dir(path)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| walk(&e.path(), linked))
+                    .sum::<u64>()
+            })
+            .unwrap_or(0)
+    }
+    let mut linked = HashSet::new();
+    let git = walk(&dir.join(".git"), &mut linked);
+    (git, walk(&dir.join(".longrun"), &mut linked))
+}
+
+fn longrun(cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.current_dir(cwd)
+        .env_remove("LONGRUN_MODEL")
+        .env("RUST_LOG", "off");
+    cmd
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

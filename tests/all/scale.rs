@@ -1,0 +1,205 @@
+//! Long runs: history read incrementally, bounded descriptors, compaction,
+//! `longrun gc`, the disk `status` shows and `[checks] suite`.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// An accepted initializer over features f1..f3 (checks `test -f fN.txt`).
+fn three_features(env: &Env, workers: &[(&str, Value)]) {
+    let list = features(&[
+        ("f1", false, "test -f f1.txt"),
+        ("f2", false, "test -f f2.txt"),
+        ("f3", false, "test -f f3.txt"),
+    ]);
+    let mut sessions = json!({"1": initializer(&list)});
+    for (n, turns) in workers {
+        sessions[*n] = turns.clone();
+    }
+    let out = env.init("# Spec\nThree files.\n", &env.model(sessions));
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+fn passing(done: &[&str]) -> String {
+    let items: Vec<(&str, bool, &str)> = [
+        ("f1", "test -f f1.txt"),
+        ("f2", "test -f f2.txt"),
+        ("f3", "test -f f3.txt"),
+    ]
+    .into_iter()
+    .map(|(id, check)| (id, done.contains(&id), check))
+    .collect();
+    features(&items)
+}
+
+fn packs(project: &Path) -> usize {
+    std::fs::read_dir(project.join(".git/objects/pack"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Run longrun under `ulimit -n LIMIT`.
+fn run_limited(env: &Env, limit: u32, args: &[&str]) -> std::process::Output {
+    let cmd = env.longrun();
+    let program = cmd.get_program().to_owned();
+    let mut bash = std::process::Command::new("bash");
+    bash.current_dir(env.root.path())
+        .env_remove("LONGRUN_MODEL")
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+        .arg(program)
+        .args(args);
+    bash.output().expect("run longrun under a descriptor limit")
+}
+
+#[test]
+fn a_history_of_many_packs_is_read_under_a_low_descriptor_limit_and_rolled_up() {
+    let env = Env::new();
+    three_features(
+        &env,
+        &[("2", worker(&[("f1.txt", "1\n")], &passing(&["f1"])))],
+    );
+    let project = env.project();
+    // 150 commits on main, each in a pack of its own.
+    env.git(&["config", "gc.auto", "0"]);
+    for i in 0..150 {
+        env.git(&["commit", "-q", "--allow-empty", "-m", &format!("note {i}")]);
+        env.git(&["repack", "-q"]);
+    }
+    assert!(packs(&project) > 150);
+    let status = run_limited(&env, 64, &["status", "--dir", &env.dir_arg()]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(stdout(&status).contains("0/3 features passing"));
+    let out = run_limited(
+        &env,
+        64,
+        &["continue", "--dir", &env.dir_arg(), "--sessions", "1"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("accepted"), "{}", text(&out));
+    assert!(
+        packs(&project) <= 24,
+        "the packs were not rolled up: {}",
+        packs(&project)
+    );
+    let log = env.log_json();
+    assert_eq!(
+        log.last().map(|s| s["verdict"].clone()),
+        Some(json!("accepted"))
+    );
+}
+
+#[test]
+fn gc_prunes_old_sessions_but_not_main_or_transcripts_and_status_shows_the_disk() {
+    let env = Env::new();
+    three_features(
+        &env,
+        &[
+            ("2", worker(&[("wrong.txt", "x\n")], &passing(&["f1"]))),
+            ("3", worker(&[("f1.txt", "1\n")], &passing(&["f1"]))),
+            ("4", worker(&[("f2.txt", "2\n")], &passing(&["f1", "f2"]))),
+        ],
+    );
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let before = env.log_json();
+    assert_eq!(before.len(), 4);
+    let status = env.run(&["status", "--dir", &env.dir_arg()]);
+    assert!(
+        stdout(&status).contains("disk: .longrun/ "),
+        "{}",
+        text(&status)
+    );
+    let status = env.run(&["status", "--dir", &env.dir_arg(), "--json"]);
+    let value: Value = serde_json::from_str(&stdout(&status)).unwrap();
+    assert!(value["disk"]["git_bytes"].as_u64().unwrap() > 0);
+
+    let out = env.run(&["gc", "--dir", &env.dir_arg(), "--keep", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("pruned 3 session ref(s)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(env.log_json(), before, "main's history changed");
+    let refs = env.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/longrun/sessions",
+    ]);
+    assert_eq!(refs.trim(), "refs/longrun/sessions/0004");
+    let sessions = env.project().join(".longrun/sessions");
+    for n in ["0001", "0002", "0003"] {
+        assert!(sessions.join(n).join("transcript.jsonl").exists(), "{n}");
+        assert!(!sessions.join(n).join("worker.json").exists(), "{n}");
+    }
+    assert!(
+        sessions.join("0004/worker.json").exists(),
+        "the newest is kept"
+    );
+    assert_eq!(env.on_main("f2.txt").as_deref(), Some("2\n"));
+    let packs_left = packs(&env.project());
+    assert_eq!(packs_left, 1, "gc repacks into one pack");
+    let show = env.run(&["show", "2", "--dir", &env.dir_arg()]);
+    assert!(show.status.success(), "{}", text(&show));
+}
+
+#[test]
+fn a_suite_runs_once_and_names_the_regression_by_feature() {
+    let env = Env::new();
+    // Session 3 claims f2 but deletes f1.txt: the suite must blame f1.
+    let breaks_f1 = json!([
+        turn(vec![
+            write_file("f2.txt", "2\n"),
+            write_file("features.json", &passing(&["f1", "f2"])),
+        ]),
+        turn(vec![bash(
+            "git rm -q f1.txt && git add -A && git commit -qm work"
+        )]),
+        done("done"),
+    ]);
+    three_features(
+        &env,
+        &[
+            ("2", worker(&[("f1.txt", "1\n")], &passing(&["f1"]))),
+            ("3", breaks_f1),
+        ],
+    );
+    let suite = r#"r=0; for f in f1 f2 f3; do if [ -f $f.txt ]; then p=true; else p=false; r=1; fi; echo "{\"feature\":\"$f\",\"passed\":$p}" >> "$LONGRUN_SUITE_RESULTS"; done; exit $r"#;
+    let toml_path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    let toml = toml.replacen("[checks]", &format!("[checks]\nsuite = '{suite}'"), 1);
+    assert!(
+        toml.contains("suite ="),
+        "no [checks] table in longrun.toml"
+    );
+    std::fs::write(&toml_path, toml).unwrap();
+    env.git(&["commit", "-qam", "a suite for the regressions"]);
+
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
+    assert!(text(&out).contains("session 3"), "{}", text(&out));
+    let log = env.log_json();
+    let s3 = log.iter().find(|s| s["session"] == 3).expect("session 3");
+    assert_eq!(s3["verdict"], "rejected", "{s3}");
+    let reasons = s3["reasons"].to_string();
+    assert!(
+        reasons.contains("regression: this session broke feature f1"),
+        "{reasons}"
+    );
+    assert!(!reasons.contains("feature f3"), "{reasons}");
+    let check_of_f1 = env
+        .transcript(3)
+        .into_iter()
+        .find(|e| e.to_string().contains("regression check of f1"))
+        .expect("a check entry for f1");
+    assert!(
+        check_of_f1.to_string().contains("LONGRUN_SUITE_RESULTS"),
+        "{check_of_f1}"
+    );
+}
