@@ -135,9 +135,9 @@ fn run_shape(shape: &Shape, options: &Options) {
             "one check per feature"
         }
     );
-    let samples = run(&dir, shape.sessions, options.every);
-    let phases = read_phases(&dir.join(".longrun/longrun.log"));
-    print_table(&samples, &phases, shape.passing);
+    print_header();
+    run(&dir, shape, options.every);
+    println!("(times in ms per session, means over the row's sessions; orch: the phases but worker and checks; between: the rest of the wall time)");
     drop(root);
 }
 
@@ -249,8 +249,10 @@ struct Sample {
     git_bytes: u64,
 }
 
-/// Run `continue --sessions N` under `ulimit -n 256`, sampling every `every` verdicts.
-fn run(dir: &Path, sessions: usize, every: usize) -> Vec<Sample> {
+/// Run `continue --sessions N` under `ulimit -n 256`, printing a row every `every` verdicts.
+fn run(dir: &Path, shape: &Shape, every: usize) {
+    let sessions = shape.sessions;
+    let mut from = 2;
     let mut child = Command::new("bash")
         .arg("-c")
         .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
@@ -270,7 +272,6 @@ fn run(dir: &Path, sessions: usize, every: usize) -> Vec<Sample> {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut samples = Vec::new();
     let mut last = Instant::now();
     let mut seen = 0;
     let mut outcome = Value::Null;
@@ -287,14 +288,25 @@ fn run(dir: &Path, sessions: usize, every: usize) -> Vec<Sample> {
                     last = Instant::now();
                     let (fds, rss_kib) = (open_fds(pid), rss_kib(pid));
                     let (git_bytes, longrun_bytes) = disk(dir);
-                    samples.push(Sample {
+                    let sample = Sample {
                         session: event["session"].as_u64().unwrap_or(0) as u32,
                         wall_s,
                         fds,
                         rss_kib,
                         longrun_bytes,
                         git_bytes,
-                    });
+                    };
+                    // The phases line follows the verdict by the cleanup.
+                    let mut phases = read_phases(&dir.join(".longrun/longrun.log"));
+                    for _ in 0..100 {
+                        if phases.contains_key(&sample.session) {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        phases = read_phases(&dir.join(".longrun/longrun.log"));
+                    }
+                    print_row(&sample, from, &phases, shape.passing);
+                    from = sample.session + 1;
                 }
             }
             Some("run_finished") => outcome = event,
@@ -304,7 +316,6 @@ fn run(dir: &Path, sessions: usize, every: usize) -> Vec<Sample> {
     let status = child.wait().unwrap();
     assert!(status.success(), "continue failed: {outcome}");
     assert_eq!(seen, sessions, "{outcome}");
-    samples
 }
 
 /// Per session, the milliseconds of each phase the orchestrator logged.
@@ -338,8 +349,7 @@ const PHASES: [&str; 9] = [
     "prepare", "import", "queue", "rules", "checkout", "verify", "record", "cleanup", "worker",
 ];
 
-/// `passing`: features passing before session 2, the first worker session.
-fn print_table(samples: &[Sample], phases: &BTreeMap<u32, BTreeMap<String, f64>>, passing: usize) {
+fn print_header() {
     print!(
         "{:>8} {:>8} {:>8} {:>8}",
         "sessions", "wall", "orch", "between"
@@ -351,45 +361,45 @@ fn print_table(samples: &[Sample], phases: &BTreeMap<u32, BTreeMap<String, f64>>
         " {:>8} {:>8} {:>5} {:>8} {:>10} {:>10}",
         "checks", "passing", "fds", "RSS MB", ".longrun/", ".git/"
     );
-    let mut from = phases.keys().next().copied().unwrap_or(0).max(2);
-    for s in samples {
-        let batch: Vec<&BTreeMap<String, f64>> =
-            phases.range(from..=s.session).map(|(_, m)| m).collect();
-        let n = batch.len().max(1) as f64;
-        let mean = |p: &str| {
-            batch
-                .iter()
-                .map(|m| m.get(p).copied().unwrap_or(0.0))
-                .sum::<f64>()
-                / n
-        };
-        let total: f64 = batch.iter().map(|m| m.values().sum::<f64>()).sum::<f64>() / n;
-        let wall_ms = s.wall_s * 1000.0 / n;
-        let orch = total - mean("worker") - mean("checks");
-        print!(
-            "{:>8} {:>8.0} {:>8.1} {:>8.1}",
-            s.session,
-            wall_ms,
-            orch,
-            (wall_ms - total).max(0.0)
-        );
-        for p in PHASES {
-            print!(" {:>8.1}", mean(p));
-        }
-        // Every session is accepted (checked above): one more passes each time.
-        let passing = passing + s.session as usize - 1;
-        println!(
-            " {:>8.1} {:>8} {:>5} {:>8.1} {:>10} {:>10}",
-            mean("checks"),
-            passing,
-            s.fds,
-            s.rss_kib as f64 / 1024.0,
-            mb(s.longrun_bytes),
-            mb(s.git_bytes)
-        );
-        from = s.session + 1;
+}
+
+/// One row: the sessions after `from` up to the sample's. `passing`:
+/// features passing before session 2, the first worker session.
+fn print_row(s: &Sample, from: u32, phases: &BTreeMap<u32, BTreeMap<String, f64>>, passing: usize) {
+    let batch: Vec<&BTreeMap<String, f64>> =
+        phases.range(from..=s.session).map(|(_, m)| m).collect();
+    let n = batch.len().max(1) as f64;
+    let mean = |p: &str| {
+        batch
+            .iter()
+            .map(|m| m.get(p).copied().unwrap_or(0.0))
+            .sum::<f64>()
+            / n
+    };
+    let total: f64 = batch.iter().map(|m| m.values().sum::<f64>()).sum::<f64>() / n;
+    let wall_ms = s.wall_s * 1000.0 / f64::from(s.session + 1 - from);
+    let orch = total - mean("worker") - mean("checks");
+    print!(
+        "{:>8} {:>8.0} {:>8.1} {:>8.1}",
+        s.session,
+        wall_ms,
+        orch,
+        (wall_ms - total).max(0.0)
+    );
+    for p in PHASES {
+        print!(" {:>8.1}", mean(p));
     }
-    println!("(times in ms per session, means over the rows' sessions; orch = the orchestrator's phases but worker and checks)");
+    // Every session is accepted (checked): one more passes each time.
+    let passing = passing + s.session as usize - 1;
+    println!(
+        " {:>8.1} {:>8} {:>5} {:>8.1} {:>10} {:>10}",
+        mean("checks"),
+        passing,
+        s.fds,
+        s.rss_kib as f64 / 1024.0,
+        mb(s.longrun_bytes),
+        mb(s.git_bytes)
+    );
 }
 
 fn mb(bytes: u64) -> String {
