@@ -232,7 +232,7 @@ impl Default for ChecksSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetSection {
-    /// Model turns per session.
+    /// Model requests per session (a subagent's and a compaction's included).
     #[serde(default = "default_steps")]
     pub steps: u32,
     /// Wall time per session, in seconds; the worker is killed past it.

@@ -228,3 +228,59 @@ fn an_unprotected_project_file_as_profile_is_refused_naming_the_field_and_the_fi
     );
     assert_eq!(who.git(&["rev-parse", "main"]), before, "a session ran");
 }
+
+#[test]
+fn without_a_mount_namespace_credential_files_are_left_out_of_the_landlock_grants() {
+    // Inside a sandbox, seccomp denies namespaces: an inner sandbox has no
+    // mount namespace to cover the files with, so Landlock leaves them out.
+    for user in users() {
+        let base = std::path::Path::new("/var/tmp");
+        let root = tempfile::Builder::new()
+            .prefix("longrun-cred-")
+            .tempdir_in(if base.is_dir() {
+                base.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            })
+            .unwrap();
+        let work = root.path().join("work");
+        std::fs::create_dir_all(work.join("inner-ws")).unwrap();
+        std::fs::create_dir_all(work.join("home/.cargo")).unwrap();
+        std::fs::write(work.join("home/.cargo/credentials.toml"), "NESTED-SECRET\n").unwrap();
+        std::fs::write(work.join("home/.cargo/config.toml"), "NESTED-CONFIG\n").unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_longrun"), work.join("longrun")).unwrap();
+        let mut cmd = match user {
+            User::Me => std::process::Command::new(env!("CARGO_BIN_EXE_longrun")),
+            User::Nobody => {
+                let st = std::process::Command::new("chown")
+                    .args(["-R", "65534:65534"])
+                    .arg(root.path())
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+                let mut c = std::process::Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(env!("CARGO_BIN_EXE_longrun"));
+                c
+            }
+        };
+        let script = "HOME=$PWD/home ./longrun sandbox --workspace inner-ws -- sh -c \
+                      \"cat $PWD/home/.cargo/credentials.toml; echo rc=\\$?; cat $PWD/home/.cargo/config.toml\"";
+        let o = cmd
+            .args(["sandbox", "--workspace"])
+            .arg(&work)
+            .args(["--", "bash", "-c", script])
+            .current_dir(&work)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .output()
+            .unwrap();
+        let said = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(said.contains("rc=1"), "{user:?}: {said}");
+        assert!(!said.contains("NESTED-SECRET"), "{user:?}: {said}");
+        assert!(said.contains("NESTED-CONFIG"), "{user:?}: {said}");
+        assert!(
+            said.contains("not enforced: credentials: not covered by a mount"),
+            "{user:?}: {said}"
+        );
+    }
+}
