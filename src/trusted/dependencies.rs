@@ -14,7 +14,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::proxy::{Channel, Contact, Refusals};
 use super::transcript::{Entry, Transcript};
 use crate::sandbox::SandboxSpec;
 
@@ -22,18 +21,19 @@ use crate::sandbox::SandboxSpec;
 pub const DURING: &str = "init.sh before the session";
 
 /// Run `init.sh` in the workspace of `spec` with the network `init.sh` is
-/// given, when that is wider than the worker's. Returns the hosts asked for.
+/// given, when that is wider than the worker's; the hosts it asked for go
+/// to the transcript.
 pub async fn install(
     spec: &SandboxSpec,
     session_dir: &Path,
     timeout: Duration,
     transcript: &mut Transcript,
-) -> anyhow::Result<Vec<Contact>> {
+) -> anyhow::Result<()> {
     let profile = spec.profile.for_init_script();
     let script = spec.workspace.join("init.sh");
     let is_file = std::fs::symlink_metadata(&script).is_ok_and(|m| m.is_file());
     if profile.network == spec.profile.network || !is_file {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let spec = SandboxSpec {
         profile,
@@ -46,14 +46,7 @@ pub async fn install(
     cmd.stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    let channel = Channel::for_spec(&spec)?;
-    if let Some(channel) = &channel {
-        channel.inherit(&mut cmd);
-    }
-    let mut child = tokio::process::Command::from(cmd)
-        .kill_on_drop(true)
-        .spawn()?;
-    let served = channel.map(|c| c.serve(Refusals::Counted)).transpose()?;
+    let (mut child, served) = super::proxy::spawn(cmd, &spec)?;
     let pid = child.id();
     let finished = tokio::time::timeout(timeout, child.wait()).await;
     if let Some(pid) = pid {
@@ -75,7 +68,7 @@ pub async fn install(
     let contacts = served.map(|s| s.finish()).unwrap_or_default();
     transcript.append(&Entry::Network {
         during: DURING.into(),
-        contacts: contacts.clone(),
+        contacts,
     })?;
-    Ok(contacts)
+    Ok(())
 }

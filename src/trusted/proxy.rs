@@ -468,6 +468,23 @@ fn host_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16)
     Ok((host, port))
 }
 
+/// Start `cmd`, which runs confined by `spec` (`sandbox::command`), with
+/// the proxy its network asks for; the child is killed when dropped.
+pub fn spawn(
+    mut cmd: std::process::Command,
+    spec: &SandboxSpec,
+) -> anyhow::Result<(tokio::process::Child, Option<Served>)> {
+    let channel = Channel::for_spec(spec)?;
+    if let Some(channel) = &channel {
+        channel.inherit(&mut cmd);
+    }
+    let child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()?;
+    let served = channel.map(|c| c.serve(Refusals::Counted)).transpose()?;
+    Ok((child, served))
+}
+
 /// `text` with everything but printable ASCII replaced, for one line of a reply.
 fn printable(text: &str) -> String {
     text.chars()

@@ -125,8 +125,7 @@ pub async fn run_session(
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
     let check_time = Duration::from_secs(project.config.checks.timeout_secs);
-    let mut network =
-        super::dependencies::install(&spec, &dir, check_time, &mut transcript).await?;
+    super::dependencies::install(&spec, &dir, check_time, &mut transcript).await?;
 
     let launch = Launch {
         number: plan.number,
@@ -143,7 +142,6 @@ pub async fn run_session(
     phases.mark("prepare");
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;
     phases.mark("worker");
-    network.extend(run.network.iter().cloned());
 
     // Verification, from outside the session. Whatever the session's output
     // breaks on the way is its verdict, `failed`, and the run goes on.
@@ -212,7 +210,10 @@ pub async fn run_session(
         sandbox: &sandbox_layers,
         work_kept: imported.is_some(),
         loops: &run.loops,
-        network: &super::proxy::trailer_lines(&network),
+        // Every confined run's hosts: before the worker, the worker's, verification's.
+        network: &super::proxy::trailer_lines(&super::transcript::contacts(
+            &dir.join("transcript.jsonl"),
+        )),
         review: review.as_deref(),
     };
     let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
@@ -349,6 +350,12 @@ impl Checked<'_> {
                 passed: c.passed,
                 output_tail: c.output_tail.clone(),
             })?;
+            if !c.network.is_empty() {
+                transcript.append(&Entry::Network {
+                    during: format!("verification: {}", c.name),
+                    contacts: c.network.clone(),
+                })?;
+            }
             if !c.passed {
                 reasons.push(check_failure(c));
             }

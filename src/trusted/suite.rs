@@ -110,6 +110,7 @@ pub fn regression_runs(
                 } else {
                     String::new()
                 },
+                network: Vec::new(),
             }
         })
         .collect()

@@ -116,3 +116,16 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect())
 }
+
+/// Every host the transcript at `path` says a registries proxy was asked
+/// for, across the session's confined runs.
+pub fn contacts(path: &Path) -> Vec<super::proxy::Contact> {
+    read(path)
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|e| match e {
+            Entry::Network { contacts, .. } => contacts,
+            _ => Vec::new(),
+        })
+        .collect()
+}

@@ -56,6 +56,9 @@ pub struct CheckRun {
     pub command: String,
     pub passed: bool,
     pub output_tail: String,
+    /// The hosts this run asked the registries proxy for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<super::proxy::Contact>,
 }
 
 /// The session's work, brought into the main repo.
@@ -208,15 +211,22 @@ pub async fn run_checks(
         }
     }
     let argv = vec!["bash".to_string(), "-c".to_string(), script];
-    let mut cmd = crate::sandbox::command(&place.spec, &argv)?;
+    // init.sh installs: it gets the profile's init_network (and, in one
+    // process with it, so do the checks).
+    let spec = match steps[0].0 == "init.sh" {
+        true => SandboxSpec {
+            profile: place.spec.profile.for_init_script(),
+            ..place.spec.clone()
+        },
+        false => place.spec.clone(),
+    };
+    let mut cmd = crate::sandbox::command(&spec, &argv)?;
     // The script silences itself; what is left on stderr is a confinement failure.
     let sandbox_log = out.join("sandbox.log");
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&sandbox_log)?);
-    let mut child = tokio::process::Command::from(cmd)
-        .kill_on_drop(true)
-        .spawn()?;
+    let (mut child, proxy) = super::proxy::spawn(cmd, &spec)?;
     let pid = child.id();
     let limit = Duration::from_secs(
         per_step
@@ -232,6 +242,7 @@ pub async fn run_checks(
         );
     }
     let _ = child.wait().await;
+    let mut network = proxy.map(|p| p.finish()).unwrap_or_default();
     let mut runs = Vec::new();
     for (i, (name, command)) in steps.iter().enumerate() {
         let rc = std::fs::read_to_string(out.join(format!("{i}.rc"))).ok();
@@ -242,6 +253,7 @@ pub async fn run_checks(
                     command: command.clone(),
                     passed: false,
                     output_tail: "[verification timed out]".into(),
+                    network: std::mem::take(&mut network),
                 });
             }
             continue;
@@ -267,6 +279,7 @@ pub async fn run_checks(
             command: command.clone(),
             passed: rc == "0",
             output_tail: tail,
+            network: std::mem::take(&mut network),
         });
     }
     if finished.is_ok() && !out.join("0.rc").exists() {
@@ -276,6 +289,7 @@ pub async fn run_checks(
             command: "confinement of the verification run".into(),
             passed: false,
             output_tail: progress::tail(&said, 5),
+            network,
         });
     }
     Ok(runs)
