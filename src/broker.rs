@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ChatRequest, ChatResponse, ModelErrorKind};
 
+/// How the ids of tool calls the worker found in the model's text begin
+/// (`recovered_STEP_N`); they reach the transcript in the next request.
+pub const RECOVERED_ID_PREFIX: &str = "recovered_";
+
 /// The fd number the worker finds its end of the socket at.
 pub const WORKER_FD: i32 = 3;
 /// The environment variable that tells the worker its socket fd.

@@ -18,7 +18,9 @@ use super::subagent;
 use super::text_calls;
 use super::text_edits;
 use super::todos::{self, Todos};
-use crate::broker::{OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage};
+use crate::broker::{
+    OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, RECOVERED_ID_PREFIX,
+};
 use crate::config::{EditFormat, HarnessSettings};
 use crate::confined::tools::{Registry, ToolContext, ToolOutput};
 use crate::model::{ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, ToolSpec};
@@ -373,7 +375,7 @@ impl<'a> AgentLoop<'a> {
             .into_iter()
             .enumerate()
             .map(|(i, (_, mut c))| {
-                c.id = format!("recovered_{step}_{i}");
+                c.id = format!("{RECOVERED_ID_PREFIX}{step}_{i}");
                 c
             })
             .collect();

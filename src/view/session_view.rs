@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::broker::{SessionEvent, WorkerReport};
+use crate::broker::{SessionEvent, WorkerReport, RECOVERED_ID_PREFIX};
 use crate::model::{ChatRequest, Message, Usage};
 use crate::trusted::transcript::Entry;
 
@@ -65,6 +65,9 @@ pub struct Call {
     /// The result the model got back, when a later request carried it.
     pub result: Option<String>,
     pub is_error: bool,
+    /// The model wrote this call in its text; the harness found it and ran it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,11 +124,14 @@ impl SessionView {
                 self.model = model.clone();
                 self.base = base.clone();
             }
-            Entry::Request { index, request, .. } => self.turns.push(Turn {
-                number: index + 1,
-                harness: harness_messages(request),
-                ..Turn::default()
-            }),
+            Entry::Request { index, request, .. } => {
+                self.add_recovered_calls(request, results);
+                self.turns.push(Turn {
+                    number: index + 1,
+                    harness: harness_messages(request),
+                    ..Turn::default()
+                })
+            }
             Entry::Response { response, .. } => {
                 self.usage.add(response.usage);
                 self.cost_usd += response.cost_usd;
@@ -144,6 +150,7 @@ impl SessionView {
                                 arguments: c.arguments.clone(),
                                 result: result.map(|(text, _)| text.clone()),
                                 is_error: result.is_some_and(|(_, e)| *e),
+                                recovered: false,
                             }
                         })
                         .collect();
@@ -207,6 +214,39 @@ impl SessionView {
                 })
             }
         }
+    }
+
+    /// Calls the harness found in the text of the last answer reach the
+    /// transcript in the next request, as that answer's tool calls.
+    fn add_recovered_calls(
+        &mut self,
+        request: &ChatRequest,
+        results: &HashMap<String, (String, bool)>,
+    ) {
+        let Some(turn) = self.turns.last_mut().filter(|t| t.tool_calls.is_empty()) else {
+            return;
+        };
+        let answered = request.messages.iter().rev().find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        });
+        let recovered = answered
+            .into_iter()
+            .flatten()
+            .filter(|c| c.id.starts_with(RECOVERED_ID_PREFIX));
+        turn.tool_calls = recovered
+            .map(|c| {
+                let result = results.get(&c.id);
+                Call {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    result: result.map(|(text, _)| text.clone()),
+                    is_error: result.is_some_and(|(_, e)| *e),
+                    recovered: true,
+                }
+            })
+            .collect();
     }
 
     fn add_event(&mut self, event: &SessionEvent) {

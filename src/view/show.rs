@@ -199,7 +199,16 @@ fn indented(text: &str, indent: usize, max_lines: usize) -> Vec<String> {
 }
 
 fn render_call(call: &Call) -> Vec<String> {
-    let mut out = vec![format!("  → {} {}", call.name, arguments(&call.arguments))];
+    let from_text = if call.recovered {
+        " (found in the text)"
+    } else {
+        ""
+    };
+    let mut out = vec![format!(
+        "  → {} {}{from_text}",
+        call.name,
+        arguments(&call.arguments)
+    )];
     match &call.result {
         Some(result) if result.trim().is_empty() => out.push("    ← (no output)".into()),
         Some(result) => {

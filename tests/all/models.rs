@@ -138,6 +138,21 @@ fn calls_written_in_json_blocks_run_like_structured_ones_and_are_marked_recovere
             ("bash".to_string(), true)
         ]
     );
+    // `show` lists them as the calls of the answer they were written in.
+    let out = env.run(&["show", "2", "--dir", &env.dir_arg()]);
+    let shown = stdout(&out);
+    assert!(
+        shown.contains("→ write_file content=(1 line, 3 bytes) path=done.txt (found in the text)"),
+        "{shown}"
+    );
+    let out = env.run(&["show", "2", "--dir", &env.dir_arg(), "--json"]);
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &view["turns"][0]["tool_calls"][0];
+    assert_eq!(
+        (first["name"].as_str(), first["recovered"].as_bool()),
+        (Some("write_file"), Some(true))
+    );
+    assert!(first["result"].as_str().is_some(), "{first}");
 }
 
 #[test]
