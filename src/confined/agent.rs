@@ -75,8 +75,9 @@ pub struct AgentLoop<'a> {
     reminded: bool,
     /// The one nudge for an answer without a call while the check fails was given.
     nudged: bool,
-    /// Answers whose only file blocks left parts out, told so.
-    elided_notes: u32,
+    /// Answers sent back because what they held could not be run (a file
+    /// block that left parts out, a call whose JSON does not parse).
+    unreadable_notes: u32,
     /// The feature's check after edits, and the best state (sessions only).
     edit_check: Option<EditCheck>,
 }
@@ -157,7 +158,7 @@ impl<'a> AgentLoop<'a> {
             calls_run: 0,
             reminded: false,
             nudged: false,
-            elided_notes: 0,
+            unreadable_notes: 0,
             edit_check,
         }
     }
@@ -234,10 +235,9 @@ impl<'a> AgentLoop<'a> {
         }
         self.conversation.push_assistant(text, &calls, describe);
         if calls.is_empty() {
-            let elided = recovery.map(|r| r.elided).unwrap_or_default();
-            if !elided.is_empty() && self.elided_notes < 2 {
-                self.elided_notes += 1;
-                self.conversation.push_user(elided_note(&elided));
+            let answer = self.last_text.clone();
+            if let Some(note) = self.unreadable(recovery, &answer) {
+                self.conversation.push_user(note);
                 return Ok(Flow::Continue);
             }
             return self.before_end(link);
@@ -385,6 +385,24 @@ impl<'a> AgentLoop<'a> {
             found_in,
             elided,
         })
+    }
+
+    /// What to tell the model when its answer held something meant to run
+    /// that could not be (twice per session at most, then the checks decide).
+    fn unreadable(&mut self, recovery: Option<Recovery>, text: &str) -> Option<String> {
+        if self.unreadable_notes >= 2 {
+            return None;
+        }
+        let elided = recovery.map(|r| r.elided).unwrap_or_default();
+        let note = if !elided.is_empty() {
+            elided_note(&elided)
+        } else if self.harness.settings.text_calls() && text_calls::looks_like_call(text) {
+            MALFORMED_CALL_NOTE.to_string()
+        } else {
+            return None;
+        };
+        self.unreadable_notes += 1;
+        Some(note)
     }
 
     fn run_calls(
@@ -704,6 +722,10 @@ fn reminder(found_in: &[&str]) -> String {
         found_in.join(", ")
     )
 }
+
+const MALFORMED_CALL_NOTE: &str = "[harness] Your answer seems to hold a tool call, but the harness could not read it: \
+its JSON is not valid (quotes inside a string must be escaped as \\\", newlines as \\n). Nothing was run. \
+Call the tool directly, or send the call again as one valid JSON object {\"name\": ..., \"arguments\": {...}}.";
 
 /// File blocks that left parts out were not written.
 fn elided_note(paths: &[String]) -> String {

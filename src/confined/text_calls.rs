@@ -89,6 +89,29 @@ pub fn recover(text: &str, tools: &[&str]) -> Option<Found> {
     })
 }
 
+/// True when `text` seems meant to hold a call (a call marker, or a JSON
+/// block naming `name` and `arguments`) though [`recover`] found none: its
+/// JSON was broken. The model is told, rather than left to think it ran.
+pub fn looks_like_call(text: &str) -> bool {
+    let marked = [
+        "<tool_call>",
+        "[TOOL_CALLS]",
+        "<|python_tag|>",
+        "<function=",
+    ]
+    .iter()
+    .any(|m| text.contains(m));
+    marked
+        || fences(text).iter().any(|b| {
+            let body = b.body.trim_start();
+            body.starts_with('{')
+                && body.contains("\"name\"")
+                && ["\"arguments\"", "\"parameters\""]
+                    .iter()
+                    .any(|k| body.contains(k))
+        })
+}
+
 /// `<tool_call>` ... `</tool_call>`; a last one left open runs to the end.
 fn hermes(text: &str, _tools: &[&str]) -> Vec<TextCall> {
     tagged(text, "<tool_call>", "</tool_call>", |body, span| {
@@ -663,6 +686,20 @@ mod tests {
                 .collect();
             assert_eq!(calls, expected, "{what}");
         }
+    }
+
+    #[test]
+    fn a_broken_call_is_told_apart_from_prose() {
+        let broken = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.py\", \"content\": \"print(\"hi\")\"}}\n```";
+        assert_eq!(recover(broken, TOOLS), None);
+        assert!(looks_like_call(broken));
+        assert!(looks_like_call(
+            "<tool_call>\n{'name': 'bash'}\n</tool_call>"
+        ));
+        assert!(!looks_like_call("The work is done."));
+        assert!(!looks_like_call(
+            "```json\n{\"name\": \"app\", \"version\": \"1\"}\n```"
+        ));
     }
 
     #[test]

@@ -460,3 +460,24 @@ fn through_the_openai_wire_a_local_models_text_calls_come_back_as_tool_calls_and
         .collect();
     assert_eq!(results, ids, "every recovered call is answered by its id");
 }
+
+#[test]
+fn a_call_whose_json_is_broken_is_sent_back_not_taken_for_done() {
+    let broken = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"done.txt\", \"content\": \"say \"ok\"\"}}\n```";
+    let env = project(json!([done(broken), done("stop")]), CHECK, &[]);
+    let requests = env.requests(2);
+    let told = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        told.starts_with(
+            "[harness] Your answer seems to hold a tool call, but the harness could not read it"
+        ),
+        "{told}"
+    );
+    assert!(
+        user_texts(&requests[2])
+            .last()
+            .unwrap()
+            .starts_with("[harness] No tool was called"),
+        "then the nudge, then the check rounds"
+    );
+}
