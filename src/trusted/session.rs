@@ -121,7 +121,7 @@ pub async fn run_session(
     reporter.session_started(plan.number, plan.role.as_str(), feature_id.as_deref());
 
     let spec = sandbox_spec(project, &work, &tmp, &home, vec![broker::WORKER_FD]);
-    let config = worker_config(project, &plan, spec.clone(), &model_name)?;
+    let config = worker_config(project, &plan, spec.clone(), &provider.describe())?;
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
     let check_time = Duration::from_secs(project.config.checks.timeout_secs);
