@@ -137,9 +137,14 @@ impl Channel {
         let (ours, theirs) =
             std::os::unix::net::UnixStream::pair().context("failed to make the proxy's channel")?;
         // Far above the descriptors the child is given (0-2, the broker's 3,
-        // PROXY_FD), so that no dup2 before ours overwrites it.
+        // PROXY_FD), so that no dup2 before ours overwrites it; just above
+        // them when the descriptor limit is lower than 64.
         // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor we own.
-        let high = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
+        let mut high = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 64) };
+        if high < 0 {
+            // SAFETY: as above.
+            high = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, PROXY_FD + 1) };
+        }
         if high < 0 {
             return Err(std::io::Error::last_os_error())
                 .context("failed to place the proxy's channel");
