@@ -27,6 +27,20 @@ pub struct Global {
     /// More log output on stderr (-v info, -vv debug). RUST_LOG is honoured too.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Colour: auto (on a terminal, unless NO_COLOR), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"], global = true)]
+    pub color: String,
+}
+
+impl Global {
+    /// Whether `stream` gets colour, as `--color` and NO_COLOR say.
+    pub fn colour_on(&self, terminal: bool) -> bool {
+        match self.color.as_str() {
+            "always" => true,
+            "never" => false,
+            _ => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
 }
 
 const SANDBOX_ABOUT: &str =
@@ -74,7 +88,10 @@ fn exec_args(args: &[std::ffi::OsString]) -> Option<Cli> {
     let strings: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
     match strings.as_slice() {
         [_, _, "--spec", spec, "--", argv @ ..] if !argv.is_empty() => Some(Cli {
-            global: Global { verbose: 0 },
+            global: Global {
+                verbose: 0,
+                color: "never".into(),
+            },
             command: Command::Exec {
                 spec: spec.to_string(),
                 argv: argv.iter().map(|a| a.to_string()).collect(),
@@ -143,8 +160,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         features: Option<PathBuf>,
         /// No live progress display: one plain line per event (the default when stdout is not a terminal).
-        #[arg(long, short)]
+        #[arg(long, short, conflicts_with = "json")]
         quiet: bool,
+        /// Print one JSON object per event, one a line, for scripts.
+        #[arg(long)]
+        json: bool,
     },
     /// Run worker sessions, one feature each, verified and recorded on main.
     Continue {

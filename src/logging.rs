@@ -38,12 +38,12 @@ fn from_env_or(default: &str) -> EnvFilter {
 }
 
 /// Install the subscriber. `project` is the directory whose `.longrun/longrun.log`
-/// receives the log, for the commands that run sessions there.
-pub fn init(verbose: u8, project: Option<&Path>) {
+/// receives the log, for the commands that run sessions there. `ansi`:
+/// colour on stderr (a terminal, or `--color=always`).
+pub fn init(verbose: u8, project: Option<&Path>, ansi: bool) {
     let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
+        .with_writer(AboveLive)
+        .event_format(PlainLine { ansi })
         .with_filter(stderr_filter(verbose));
     let file = project.map(|dir| {
         tracing_subscriber::fmt::layer()
@@ -99,6 +99,116 @@ fn one_line(record: &[u8]) -> Vec<u8> {
     let mut line = crate::sanitize::text(&body.replace(['\n', '\r'], " "));
     line.push('\n');
     line.into_bytes()
+}
+
+/// stderr, written above the live status (never drawn over by it).
+#[derive(Clone, Copy)]
+struct AboveLive;
+
+/// One record, written in one piece with the live status hidden.
+struct AboveLiveRecord(Vec<u8>);
+
+impl Write for AboveLiveRecord {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for AboveLiveRecord {
+    fn drop(&mut self) {
+        let bytes = std::mem::take(&mut self.0);
+        crate::view::live::suspend(|| {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(&bytes);
+            let _ = err.flush();
+        });
+    }
+}
+
+impl<'a> MakeWriter<'a> for AboveLive {
+    type Writer = AboveLiveRecord;
+    fn make_writer(&'a self) -> AboveLiveRecord {
+        AboveLiveRecord(Vec::new())
+    }
+}
+
+/// A record on stderr as a person reads it: `warning: session 2: the
+/// message`. No span context and no other internal fields; colour only when asked.
+struct PlainLine {
+    ansi: bool,
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PlainLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let mut fields = MessageAndSession::default();
+        event.record(&mut fields);
+        let level = *event.metadata().level();
+        let word = match level {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "info",
+            tracing::Level::DEBUG => "debug",
+            tracing::Level::TRACE => "trace",
+        };
+        let word = if self.ansi {
+            let style = match level {
+                tracing::Level::ERROR => console::Style::new().red().bold(),
+                tracing::Level::WARN => console::Style::new().yellow().bold(),
+                _ => console::Style::new().dim(),
+            };
+            style.force_styling(true).apply_to(word).to_string()
+        } else {
+            word.to_string()
+        };
+        let session = fields
+            .session
+            .map(|n| format!("session {n}: "))
+            .unwrap_or_default();
+        writeln!(writer, "{word}: {session}{}", fields.message)
+    }
+}
+
+/// The `message` of an event and its `session` field, the rest left out.
+#[derive(Default)]
+struct MessageAndSession {
+    message: String,
+    session: Option<u64>,
+}
+
+impl tracing::field::Visit for MessageAndSession {
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        if field.name() == "session" {
+            self.session = Some(value);
+        }
+    }
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        if field.name() == "session" {
+            self.session = u64::try_from(value).ok();
+        }
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.message = value.to_string();
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.message = format!("{value:?}");
+        }
+    }
 }
 
 /// One formatted record, written to the file in one piece when dropped.

@@ -33,7 +33,20 @@ fn main() -> ExitCode {
         Command::Doctor => return longrun::sandbox::doctor(),
         _ => {}
     }
-    longrun::logging::init(cli.global.verbose, project_log_dir(&cli.command));
+    let (out_colour, err_colour) = {
+        use std::io::IsTerminal;
+        (
+            cli.global.colour_on(std::io::stdout().is_terminal()),
+            cli.global.colour_on(std::io::stderr().is_terminal()),
+        )
+    };
+    console::set_colors_enabled(out_colour);
+    console::set_colors_enabled_stderr(err_colour);
+    longrun::logging::init(
+        cli.global.verbose,
+        project_log_dir(&cli.command),
+        err_colour,
+    );
     match run(cli) {
         Ok(outcome) => outcome.exit_code(),
         Err(err) => {
@@ -124,6 +137,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             profile,
             features,
             quiet,
+            json,
         } => {
             o::init(o::InitArgs {
                 spec,
@@ -134,6 +148,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 profile,
                 features,
                 quiet,
+                json,
             })
             .await
         }

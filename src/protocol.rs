@@ -75,3 +75,7 @@ pub struct ExportHeader {
 
 /// The exit status of `__export` when the pack is over its byte cap.
 pub const EXPORT_OVER_CAP: u8 = 3;
+
+/// The name of the harness's first check of every round (the session's own
+/// rules), which the orchestrator counts rounds by.
+pub const SESSION_RULES: &str = "session rules";

@@ -96,7 +96,7 @@ impl SessionChecks {
             Err(e) => vec![format!("the harness could not read the repository: {e:#}")],
         };
         CheckOutcome {
-            name: "session rules".into(),
+            name: crate::protocol::SESSION_RULES.into(),
             command: None,
             passed: problems.is_empty(),
             output: problems

@@ -53,6 +53,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         features: None,
         model_for: Vec::new(),
         quiet: false,
+        json: false,
     })
     .await?;
     if outcome != Outcome::Done {

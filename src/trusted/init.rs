@@ -24,6 +24,8 @@ pub struct InitArgs {
     /// `--model-for ROLE=MODEL`.
     pub model_for: Vec<String>,
     pub quiet: bool,
+    /// `--json`: one JSON object per event on stdout.
+    pub json: bool,
 }
 
 /// Read and convert `--features FILE`; anything wrong is bad input naming the file.
@@ -218,7 +220,8 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         project.use_profile(profile)?;
     }
     let _lock = early_lock;
-    let reporter = Reporter::new(Mode::pick(args.quiet, false));
+    let reporter = Reporter::new(Mode::pick(args.quiet, args.json))
+        .with_check_rounds(project.config.harness.check_rounds);
     if let (Some(imported), Some(path)) = (&imported, &args.features) {
         reporter.line(&describe_import(imported, path));
     }

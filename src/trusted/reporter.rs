@@ -38,13 +38,26 @@ impl Mode {
     }
 }
 
-/// Running totals: the session in flight and the whole run.
+/// One session in flight, as the display follows it.
 #[derive(Debug, Default)]
-struct Tally {
-    session: u32,
+struct SessionTally {
+    /// `session 7 (worker, F002)`: what its lines are headed with.
+    header: String,
     feature: Option<String>,
     status: Status,
-    session_started: Option<Instant>,
+    started: Option<Instant>,
+    /// The harness's rounds of checks so far.
+    round: u32,
+}
+
+/// Running totals: the sessions in flight, by number, and the whole run.
+#[derive(Debug, Default)]
+struct Tally {
+    sessions_in_flight: std::collections::BTreeMap<u32, SessionTally>,
+    /// The session whose status the live display shows.
+    shown: Option<u32>,
+    /// The session the last printed line belonged to, for headers.
+    last_printed: Option<u32>,
     /// Worker sessions started by this run.
     workers: u32,
     sessions: u32,
@@ -57,6 +70,8 @@ pub struct Reporter {
     mode: Mode,
     /// How many worker sessions this run was asked for, when it was.
     planned: Option<u32>,
+    /// The harness's rounds of checks per session, for `checking round N/M`.
+    check_rounds: u32,
     started: Instant,
     live: Option<Live>,
     tally: Mutex<Tally>,
@@ -67,6 +82,7 @@ impl Reporter {
         Reporter {
             mode,
             planned: None,
+            check_rounds: 0,
             started: Instant::now(),
             live: (mode == Mode::Live).then(Live::new),
             tally: Mutex::new(Tally::default()),
@@ -76,6 +92,12 @@ impl Reporter {
     /// Say how many worker sessions the run means to do: "session i of N".
     pub fn planning(mut self, sessions: Option<u32>) -> Reporter {
         self.planned = sessions;
+        self
+    }
+
+    /// Say how many rounds of checks a session gets, for `checking round N/M`.
+    pub fn with_check_rounds(mut self, rounds: u32) -> Reporter {
+        self.check_rounds = rounds;
         self
     }
 
@@ -92,6 +114,7 @@ impl Reporter {
     }
 
     pub fn session_started(&self, number: u32, role: &str, feature: Option<&str>) {
+        let feature = feature.map(crate::sanitize::line);
         let index = {
             let mut t = self.tally();
             let index = (role == "worker").then(|| {
@@ -103,37 +126,109 @@ impl Reporter {
                 (Some(_), None) => format!("session {number}"),
                 (None, _) => format!("session {number} ({role})"),
             };
-            t.session = number;
-            t.feature = feature.map(crate::sanitize::line);
-            t.session_started = Some(Instant::now());
-            t.status = Status {
+            let header = match &feature {
+                Some(f) => format!("session {number} ({role}, {f})"),
+                None => format!("session {number} ({role})"),
+            };
+            let status = Status {
                 label,
-                feature: t.feature.clone(),
+                feature: feature.clone(),
+                phase: "working".into(),
                 doing: "starting the confined worker".into(),
                 ..Status::default()
             };
+            t.sessions_in_flight.insert(
+                number,
+                SessionTally {
+                    header,
+                    feature: feature.clone(),
+                    status,
+                    started: Some(Instant::now()),
+                    round: 0,
+                },
+            );
+            t.shown = Some(number);
             index
         };
         if let Some(live) = &self.live {
-            live.start(&self.tally().status);
+            if let Some(s) = self.tally().sessions_in_flight.get(&number) {
+                live.start(&s.status);
+            }
         }
         self.emit(&RunEvent::SessionStarted {
             session: number,
             role: role.to_string(),
-            feature: feature.map(str::to_string),
+            feature,
             index,
             of: index.and(self.planned),
         });
     }
 
     /// The session's usage so far, after each model response.
-    pub fn model_usage(&self, _number: u32, usage: Usage, cost_usd: f64) {
+    pub fn model_usage(&self, number: u32, usage: Usage, cost_usd: f64) {
         let mut t = self.tally();
-        t.status.tokens_in = usage.input_tokens;
-        t.status.tokens_out = usage.output_tokens;
-        t.status.cost_usd = cost_usd;
+        if let Some(s) = t.sessions_in_flight.get_mut(&number) {
+            s.status.tokens_in = usage.input_tokens;
+            s.status.tokens_out = usage.output_tokens;
+            s.status.cost_usd = cost_usd;
+        }
+        self.redraw(&mut t, number);
+    }
+
+    /// The model answered with tool calls: the worker is running them now.
+    pub fn tools_requested(&self, number: u32, calls: &[crate::model::ToolCall]) {
+        let Some(first) = calls.first() else {
+            return;
+        };
+        let mut t = self.tally();
+        if let Some(s) = t.sessions_in_flight.get_mut(&number) {
+            let more = match calls.len() {
+                1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            s.status.doing = crate::sanitize::line(&format!(
+                "running {} {}{more}",
+                first.name,
+                crate::view::text::truncate(&call_summary(&first.arguments), 100)
+            ));
+            s.status.since = Some(Instant::now());
+        }
+        self.redraw(&mut t, number);
+    }
+
+    /// The session moved on to `phase` (`verifying`, `recording`).
+    pub fn phase(&self, number: u32, phase: &str) {
+        {
+            let mut t = self.tally();
+            if let Some(s) = t.sessions_in_flight.get_mut(&number) {
+                s.status.phase = phase.to_string();
+                s.status.doing = String::new();
+                s.status.since = Some(Instant::now());
+            }
+        }
+        self.emit(&RunEvent::Phase {
+            session: number,
+            phase: phase.to_string(),
+        });
+    }
+
+    /// A model request of session `number` failed and is tried again.
+    pub fn retry(&self, number: u32, index: u32, attempt: u32, reason: &str, wait_ms: u64) {
+        self.emit(&RunEvent::Retry {
+            session: number,
+            index,
+            attempt,
+            reason: reason.to_string(),
+            wait_ms,
+        });
+    }
+
+    fn redraw(&self, t: &mut Tally, number: u32) {
         if let Some(live) = &self.live {
-            live.update(&t.status);
+            t.shown = Some(number);
+            if let Some(s) = t.sessions_in_flight.get(&number) {
+                live.update(&s.status);
+            }
         }
     }
 
@@ -156,12 +251,31 @@ impl Reporter {
                 summary: summary.clone(),
                 is_error: *is_error,
             },
-            SessionEvent::CheckResult { name, passed, .. } => RunEvent::CheckResult {
-                session: number,
-                phase: CheckPhase::Session,
-                name: name.clone(),
-                passed: *passed,
-            },
+            SessionEvent::CheckResult { name, passed, .. } => {
+                // Every round of the harness's checks starts with the session rules.
+                if name == crate::protocol::SESSION_RULES {
+                    let round = {
+                        let mut t = self.tally();
+                        t.sessions_in_flight.get_mut(&number).map(|s| {
+                            s.round += 1;
+                            s.round
+                        })
+                    };
+                    if let Some(round) = round {
+                        let of = match self.check_rounds {
+                            0 => String::new(),
+                            n => format!("/{n}"),
+                        };
+                        self.phase(number, &format!("checking round {round}{of}"));
+                    }
+                }
+                RunEvent::CheckResult {
+                    session: number,
+                    phase: CheckPhase::Session,
+                    name: name.clone(),
+                    passed: *passed,
+                }
+            }
             SessionEvent::Notice { text } => RunEvent::Notice {
                 session: number,
                 text: text.clone(),
@@ -192,11 +306,10 @@ impl Reporter {
         self.emit(&run_event);
     }
 
-    /// A check the orchestrator ran while verifying.
-    pub fn check(&self, name: &str, passed: bool) {
-        let session = self.tally().session;
+    /// A check the orchestrator ran while verifying session `number`.
+    pub fn check(&self, number: u32, name: &str, passed: bool) {
         self.emit(&RunEvent::CheckResult {
-            session,
+            session: number,
             phase: CheckPhase::Verify,
             name: name.to_string(),
             passed,
@@ -206,26 +319,34 @@ impl Reporter {
     pub fn verdict(&self, number: u32, verdict: &str, reasons: &[String], commit: &str) {
         let event = {
             let mut t = self.tally();
+            let s = t.sessions_in_flight.remove(&number).unwrap_or_default();
             t.sessions += 1;
             if verdict == "accepted" {
                 t.accepted += 1;
             }
-            t.usage.input_tokens += t.status.tokens_in;
-            t.usage.output_tokens += t.status.tokens_out;
-            t.cost_usd += t.status.cost_usd;
+            t.usage.input_tokens += s.status.tokens_in;
+            t.usage.output_tokens += s.status.tokens_out;
+            t.cost_usd += s.status.cost_usd;
+            if t.shown == Some(number) {
+                t.shown = t.sessions_in_flight.keys().next_back().copied();
+            }
             RunEvent::Verdict {
                 session: number,
-                feature: t.feature.clone(),
+                feature: s.feature.clone(),
                 verdict: verdict.to_string(),
                 reasons: reasons.to_vec(),
                 commit: commit.to_string(),
-                tokens_in: t.status.tokens_in,
-                tokens_out: t.status.tokens_out,
-                cost_usd: t.status.cost_usd,
-                elapsed_s: t.session_started.map_or(0, |s| s.elapsed().as_secs()),
+                tokens_in: s.status.tokens_in,
+                tokens_out: s.status.tokens_out,
+                cost_usd: s.status.cost_usd,
+                elapsed_s: s.started.map_or(0, |s| s.elapsed().as_secs()),
             }
         };
         self.emit(&event);
+        let mut t = self.tally();
+        if let Some(next) = t.shown {
+            self.redraw(&mut t, next);
+        }
     }
 
     /// The run is over: one last event with its outcome and totals.
@@ -263,19 +384,57 @@ impl Reporter {
     fn emit(&self, event: &RunEvent) {
         let event = &event.sanitized();
         log(event);
+        let mut t = self.tally();
+        // A session's lines after another's start with its header, so that
+        // under --parallel every line says whose it is.
+        let header = match (event.session(), event) {
+            (_, RunEvent::SessionStarted { .. }) | (_, RunEvent::Verdict { .. }) => None,
+            (Some(n), _) if t.last_printed != Some(n) => t
+                .sessions_in_flight
+                .get(&n)
+                .map(|s| format!("{}:", s.header)),
+            _ => None,
+        };
         match self.mode {
-            Mode::Json => print_lines(&[event.json_line()]),
-            Mode::Plain => print_lines(&event.plain_lines()),
+            Mode::Json => print_lines(&[event.json_line_at(&super::lock::now_rfc3339())]),
+            Mode::Plain => {
+                let lines = event.plain_lines();
+                if !lines.is_empty() {
+                    print_lines(&header.into_iter().chain(lines).collect::<Vec<_>>());
+                    t.last_printed = event.session();
+                }
+            }
             Mode::Live => {
                 if let Some(live) = &self.live {
-                    let mut t = self.tally();
-                    follow(&mut t.status, event);
-                    live.update(&t.status);
-                    live.print(event);
+                    if let Some(s) = event
+                        .session()
+                        .and_then(|n| t.sessions_in_flight.get_mut(&n))
+                    {
+                        follow(&mut s.status, event);
+                    }
+                    if let Some(n) = event.session() {
+                        if let Some(s) = t.sessions_in_flight.get(&n) {
+                            live.update(&s.status);
+                        }
+                    }
+                    if live.print(event, header.as_deref()) {
+                        t.last_printed = event.session();
+                    }
                 }
             }
         }
     }
+}
+
+/// A tool call's arguments as a person reads them: the command or the path
+/// when there is one, else the arguments as sent.
+fn call_summary(arguments: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    ["command", "path", "pattern", "description"]
+        .iter()
+        .find_map(|k| value.get(k).and_then(|v| v.as_str()))
+        .unwrap_or(arguments)
+        .replace('\n', " ")
 }
 
 /// What the status line says the session is doing, after `event`.
@@ -305,12 +464,7 @@ fn follow(status: &mut Status, event: &RunEvent) {
             name,
             passed,
             ..
-        } => {
-            status.doing = format!(
-                "verifying: {name} {}",
-                if *passed { "passed" } else { "failed" }
-            )
-        }
+        } => status.doing = format!("{name} {}", if *passed { "passed" } else { "failed" }),
         _ => {}
     }
 }

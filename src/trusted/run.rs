@@ -115,7 +115,9 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let review = project.config.review.mode != crate::config::ReviewMode::Off;
     let models = Models::open(&args.model_choice(), &project.config, &project.dir, review)?;
     let _lock = lock::acquire(&project.longrun_dir())?;
-    let reporter = Reporter::new(Mode::pick(args.quiet, args.json)).planning(args.asked_sessions());
+    let reporter = Reporter::new(Mode::pick(args.quiet, args.json))
+        .planning(args.asked_sessions())
+        .with_check_rounds(project.config.harness.check_rounds);
     let interrupt = Interrupt::install()?;
     recover::recover_all(&project, &reporter)?;
     // A stop asked for before this run started is not for this run.

@@ -248,6 +248,13 @@ pub async fn serve(
                 };
                 let result = stops.race(provider.complete(ctx, &request)).await;
                 for note in provider.take_retries(ctx) {
+                    reporter.retry(
+                        launch.number,
+                        index,
+                        note.attempt,
+                        &note.reason,
+                        note.wait_ms,
+                    );
                     transcript.append(&Entry::Retry {
                         index,
                         attempt: note.attempt,
@@ -265,6 +272,9 @@ pub async fn serve(
                 let spent_before = run.cost_usd;
                 let answer = answer(result, index, &mut run, transcript, stops.take_notice())?;
                 reporter.model_usage(launch.number, run.usage, run.cost_usd);
+                if let OrchestratorMessage::ModelResponse { response, .. } = &answer {
+                    reporter.tools_requested(launch.number, &response.tool_calls);
+                }
                 let spent = run.cost_usd - spent_before;
                 if launch.cost_limit.as_ref().is_some_and(|c| c.add(spent)) {
                     run.stop = Stop::CostLimit;

@@ -170,6 +170,7 @@ pub async fn run_session(
             dir: &dir,
             base,
         };
+        reporter.phase(plan.number, "verifying");
         match checked
             .verify(work, &mut transcript, reporter, &mut phases)
             .await
@@ -217,6 +218,7 @@ pub async fn run_session(
         review: review.as_deref(),
     };
     let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
+    reporter.phase(plan.number, "recording");
     let (verdict, reasons, commit) = record::record(project, &rec, head)?;
     super::failpoint::hit("after-record", plan.number);
     transcript.append(&Entry::Verdict {
@@ -343,7 +345,7 @@ impl Checked<'_> {
         .await?;
         phases.mark("checks");
         for c in &checks {
-            reporter.check(&c.name, c.passed);
+            reporter.check(plan.number, &c.name, c.passed);
             transcript.append(&Entry::Check {
                 name: c.name.clone(),
                 command: c.command.clone(),

@@ -24,7 +24,13 @@ impl Interrupt {
                 }
                 let n = *tx.borrow() + 1;
                 if n == 1 {
-                    eprintln!("longrun: stopping after this session (Ctrl-C again to stop now)");
+                    // Above the live status, at once: the run may take a while to wind down.
+                    crate::view::live::eprint_line(
+                        "longrun: stopping after this session (Ctrl-C again to stop now)",
+                    );
+                }
+                if n == 2 {
+                    crate::view::live::eprint_line("longrun: stopping now");
                 }
                 if tx.send(n).is_err() {
                     break;

@@ -65,6 +65,20 @@ pub enum RunEvent {
         cost_usd: f64,
         elapsed_s: u64,
     },
+    /// The session moved on: `working`, `checking round 2/3`, `verifying`, `recording`.
+    Phase {
+        session: u32,
+        phase: String,
+    },
+    /// A model request failed and is tried again after `wait_ms`.
+    Retry {
+        session: u32,
+        /// The request's index in the session.
+        index: u32,
+        attempt: u32,
+        reason: String,
+        wait_ms: u64,
+    },
     /// A line the run says that belongs to no session (stopping, what is stuck).
     Message {
         text: String,
@@ -106,6 +120,8 @@ impl RunEvent {
                 *feature = opt(feature);
             }
             RunEvent::InitScript { .. } | RunEvent::Compacted { .. } => {}
+            RunEvent::Phase { phase, .. } => *phase = line(phase),
+            RunEvent::Retry { reason, .. } => *reason = line(reason),
             RunEvent::ToolCall { name, summary, .. } => {
                 *name = line(name);
                 *summary = line(summary);
@@ -133,6 +149,32 @@ impl RunEvent {
             }
         }
         e
+    }
+
+    /// The session the event belongs to, if any.
+    pub fn session(&self) -> Option<u32> {
+        match self {
+            RunEvent::SessionStarted { session, .. }
+            | RunEvent::InitScript { session, .. }
+            | RunEvent::ToolCall { session, .. }
+            | RunEvent::Notice { session, .. }
+            | RunEvent::LoopDetected { session, .. }
+            | RunEvent::Compacted { session, .. }
+            | RunEvent::CheckResult { session, .. }
+            | RunEvent::Verdict { session, .. }
+            | RunEvent::Phase { session, .. }
+            | RunEvent::Retry { session, .. } => Some(*session),
+            RunEvent::Message { .. } | RunEvent::RunFinished { .. } => None,
+        }
+    }
+
+    /// The event as one line of JSON with the time it happened.
+    pub fn json_line_at(&self, time: &str) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert("time".into(), serde_json::Value::from(time));
+        }
+        value.to_string()
     }
 
     /// The event as one line of JSON.
@@ -220,6 +262,17 @@ impl RunEvent {
                 lines.extend(reasons.iter().map(|r| format!("  - {r}")));
                 lines
             }
+            RunEvent::Phase { phase, .. } => vec![format!("  {phase}")],
+            RunEvent::Retry {
+                index,
+                attempt,
+                reason,
+                wait_ms,
+                ..
+            } => vec![format!(
+                "  model request {index}: try {attempt} failed ({reason}); tried again after {:.1} s",
+                *wait_ms as f64 / 1000.0
+            )],
             RunEvent::Message { text } => vec![text.clone()],
             RunEvent::RunFinished { .. } => vec![self.summary()],
         }

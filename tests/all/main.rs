@@ -6,6 +6,7 @@
 mod common;
 mod mock_server;
 
+mod display;
 mod e2e;
 mod errors;
 mod hostile;

@@ -409,6 +409,24 @@ fn a_500_is_retried_and_show_tells_of_it() {
     let (env, server, out) = init_after(error(500, "upstream broke", &[]), Wire::Openai, "");
     let why = "500 Internal Server Error: upstream broke";
     survived_one_retry(&env, &server, &out, why);
+    // Off a terminal the warning is one plain line: no colour, no internal fields.
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: session 1: model request failed (try 1 of 6)"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\x1b') && !err.contains("request="),
+        "{err:?}"
+    );
+    // The plain display says so too, under its session.
+    assert!(
+        stdout(&out).contains(
+            "  model request 0: try 1 failed (500 Internal Server Error: upstream broke)"
+        ),
+        "{}",
+        text(&out)
+    );
     let show = run(&env, &["show", "1", "--dir", &env.dir_arg()]);
     assert!(
         stdout(&show).contains(&format!("retry: try 1 failed ({why})")),

@@ -385,11 +385,11 @@ fn a_terminal_gets_a_live_status_and_the_verdicts() {
         &["continue", "--dir", &env.dir_arg(), "--sessions", "2"],
     );
     assert!(
-        screen.contains("session 2 (1 of 2) · f1 · step"),
+        screen.contains("session 2 (1 of 2) · f1 · working · step"),
         "{screen}"
     );
     assert!(
-        screen.contains("session 3 (2 of 2) · f1 · step"),
+        screen.contains("session 3 (2 of 2) · f1 · working · step"),
         "{screen}"
     );
     assert!(screen.contains("3.0k in / 150 out tokens"), "{screen}");
@@ -397,6 +397,16 @@ fn a_terminal_gets_a_live_status_and_the_verdicts() {
         screen.contains("write_file"),
         "the last tool call shows: {screen}"
     );
+    // The phases, the tool running now, and the failing checks under their round.
+    for part in [
+        "· checking round 1/3 ·",
+        "· verifying ·",
+        "running bash echo note >> progress.md",
+        "  checking round 2/3",
+        "session 2 (worker, f1):",
+    ] {
+        assert!(screen.contains(part), "{part} missing: {screen}");
+    }
     assert!(
         screen.contains("\x1b["),
         "the status redraws with escape codes"
