@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::html::escape;
 
-const WIDTH: f64 = 720.0;
+const WIDTH: f64 = 1100.0;
 const HEIGHT: f64 = 220.0;
 const LEFT: f64 = 56.0;
 const RIGHT: f64 = 16.0;
@@ -36,7 +36,7 @@ fn plot_h() -> f64 {
 
 fn open(id: &str, label: &str) -> String {
     format!(
-        r#"<svg id="{id}" class="chart" role="img" aria-label="{}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}">"#,
+        r#"<svg id="{id}" class="chart" role="img" aria-label="{}" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" preserveAspectRatio="xMinYMin meet">"#,
         escape(label)
     )
 }
@@ -154,6 +154,24 @@ pub fn stacked_bars(
     out
 }
 
+/// Axis labels in dollars with as many decimals as `max` needs for its
+/// ticks to differ: `$0.0025` steps, `$0.25`, `$25`.
+pub fn money(max: f64, ticks: u32) -> impl Fn(f64) -> String {
+    let step = max / f64::from(ticks.max(1));
+    let decimals = if step >= 1.0 {
+        if max >= 100.0 {
+            0
+        } else {
+            2
+        }
+    } else if step > 0.0 {
+        ((-step.log10()).ceil() as usize + 1).clamp(2, 8)
+    } else {
+        2
+    };
+    move |v| format!("${v:.decimals$}")
+}
+
 /// The legend under a chart.
 pub fn legend(series: &[Series]) -> String {
     let mut out = String::from(r#"<p class="legend">"#);
@@ -179,6 +197,17 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 3);
         assert!(svg.contains(r##"<a href="#session-2">"##));
         assert!(svg.contains("session 3: 1 of 2 passing"));
+    }
+
+    #[test]
+    fn money_labels_differ_at_any_scale() {
+        for max in [0.0004, 0.004, 0.03, 0.7, 4.0, 37.0, 1234.0] {
+            let label = money(max, 4);
+            let labels: Vec<String> = (0..=4).map(|i| label(max * f64::from(i) / 4.0)).collect();
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(unique.len(), 5, "{max}: {labels:?}");
+        }
     }
 
     #[test]

@@ -120,6 +120,7 @@ fn render(project: &Project) -> anyhow::Result<String> {
     body.push_str(&verdict_counts(&facts));
     body.push_str(&stuck(&facts));
     body.push_str(&features_table(&facts));
+    body.push_str(&timeline(&facts));
     body.push_str(&sessions_table(&facts));
     body.push_str(&commits(&facts));
     Ok(format!(
@@ -141,14 +142,91 @@ fn summary(f: &Facts) -> String {
 <div class="card"><b>{}</b><span>sessions</span></div>
 <div class="card"><b>{} / {}</b><span>tokens in / out</span></div>
 <div class="card"><b>${:.4}</b><span>cost</span></div>
+<div class="card"><b id="cost-per-feature">{}</b><span>cost per accepted feature</span></div>
 </section>
 "#,
         f.features.passing(),
         f.history.sessions.len(),
         tokens(tin),
         tokens(tout),
-        f.history.cost()
+        f.history.cost(),
+        cost_per_feature(f)
     )
+}
+
+/// The run's cost over the features its worker sessions got accepted.
+fn cost_per_feature(f: &Facts) -> String {
+    let accepted = f
+        .history
+        .sessions
+        .iter()
+        .filter(|s| s.role == "worker" && s.verdict == "accepted")
+        .count();
+    match (accepted, f.history.cost()) {
+        (0, _) => "–".to_string(),
+        (_, 0.0) => "–".to_string(),
+        (n, c) => format!("${:.4}", c / n as f64),
+    }
+}
+
+/// Each feature's attempts in order, their verdicts, and what it cost.
+fn timeline(f: &Facts) -> String {
+    let mut out = String::from(
+        "<section id=\"timeline\">\n<h2>Feature timeline</h2>\n<table><thead><tr><th>id</th>\
+         <th>attempts, in order</th><th>cost</th></tr></thead><tbody>\n",
+    );
+    for feature in &f.features.features {
+        let sessions: Vec<&SessionRow> = f
+            .history
+            .sessions
+            .iter()
+            .filter(|s| s.feature.as_deref() == Some(feature.id.as_str()))
+            .collect();
+        let marks: Vec<String> = sessions
+            .iter()
+            .map(|s| {
+                format!(
+                    r##"<a href="#session-{n}" title="session {n}: {v}">{}</a>"##,
+                    badge(&s.verdict),
+                    n = s.session,
+                    v = escape(&s.verdict)
+                )
+            })
+            .collect();
+        let cost: f64 = sessions.iter().map(|s| s.cost_usd).sum();
+        let _ = writeln!(
+            out,
+            r#"<tr data-feature="{id}"><td><code>{id}</code></td><td class="timeline">{}</td><td class="num">${cost:.4}</td></tr>"#,
+            if marks.is_empty() {
+                "not tried yet".to_string()
+            } else {
+                marks.join("")
+            },
+            id = escape(&feature.id)
+        );
+    }
+    out.push_str("</tbody></table>\n</section>\n");
+    out
+}
+
+/// `text` escaped, with `inline code` in backticks set as code.
+fn with_code(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len() < 3 {
+        return escape(text);
+    }
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        // An odd count of backticks leaves the last one as it was.
+        if i % 2 == 1 && i + 1 < parts.len() {
+            let _ = write!(out, "<code>{}</code>", escape(part));
+        } else if i % 2 == 1 {
+            let _ = write!(out, "`{}", escape(part));
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
 }
 
 fn charts(f: &Facts) -> String {
@@ -212,18 +290,20 @@ fn cost_chart(f: &Facts) -> String {
         })
         .collect();
     let mut out = String::from("<h2>Cost per session</h2>\n");
+    if f.history.cost() == 0.0 {
+        out.push_str(
+            "<p class=\"note\" id=\"no-cost\">No cost was recorded: the model's price is not known to longrun.</p>\n",
+        );
+        return out;
+    }
+    let max = bars.iter().map(|b| b.values[0]).fold(0.0, f64::max);
     out.push_str(&chart::stacked_bars(
         "chart-cost",
         "cost per session",
         &bars,
         &series,
-        &|v| format!("${v:.2}"),
+        &chart::money(max, 4),
     ));
-    if f.history.cost() == 0.0 {
-        out.push_str(
-            "<p class=\"note\">No cost was recorded: the model's price is not known to longrun.</p>\n",
-        );
-    }
     out
 }
 
@@ -267,14 +347,14 @@ fn stuck(f: &Facts) -> String {
         let stats = f.history.stats(&feature.id);
         let _ = writeln!(
             out,
-            "<div class=\"stuck\" data-feature=\"{id}\"><h3>{id}</h3><p>{} — {} failed attempts; \
+            "<div class=\"stuck-feature\" data-feature=\"{id}\"><h3>{id}</h3><p>{} — {} failed attempts; \
              <code>longrun retry {id}</code> tries it again.</p><ul>",
-            escape(&feature.description),
+            with_code(&feature.description),
             stats.failed_attempts,
             id = escape(&feature.id)
         );
         for r in &stats.last_reasons {
-            let _ = writeln!(out, "<li>{}</li>", escape(r));
+            let _ = writeln!(out, "<li>{}</li>", with_code(r));
         }
         out.push_str("</ul></div>\n");
     }
@@ -305,7 +385,7 @@ fn features_table(f: &Facts) -> String {
                 .as_deref()
                 .map(badge)
                 .unwrap_or_else(|| "–".into()),
-            escape(&feature.description),
+            with_code(&feature.description),
             id = escape(&feature.id)
         );
     }
@@ -344,7 +424,7 @@ fn session_row(s: &SessionRow) -> String {
         duration(s.duration_s),
         finished(s.time),
         short_id(&s.commit),
-        escape(s.reasons.first().map(String::as_str).unwrap_or("")),
+        with_code(s.reasons.first().map(String::as_str).unwrap_or("")),
         n = s.session,
         c = escape(&s.commit)
     )
@@ -377,7 +457,7 @@ fn commits(f: &Facts) -> String {
         if !s.reasons.is_empty() {
             out.push_str("<ul>");
             for r in &s.reasons {
-                let _ = write!(out, "<li>{}</li>", escape(r));
+                let _ = write!(out, "<li>{}</li>", with_code(r));
             }
             out.push_str("</ul>");
         }

@@ -549,9 +549,26 @@ fn report_is_one_self_contained_page_that_renders_in_chromium() {
         "{dom}"
     );
     assert!(dom.contains(r#"<b id="passing">1/2</b>"#), "{dom}");
-    for id in ["chart-passing", "chart-tokens", "chart-cost"] {
+    for id in ["chart-passing", "chart-tokens"] {
         assert!(dom.contains(&format!(r#"<svg id="{id}""#)), "no {id}");
     }
+    // The scripted model has no price: no empty cost chart, a note instead.
+    assert!(!dom.contains(r#"<svg id="chart-cost""#), "{dom}");
+    assert!(dom.contains(r#"id="no-cost""#), "{dom}");
+    // Charts take the page's width.
+    assert!(dom.contains(r#"class="chart" role="img""#) && !dom.contains(r#"width="720""#));
+    // The timeline: f1 rejected then accepted, f2 not tried.
+    let timeline = &dom[dom.find(r#"<section id="timeline">"#).unwrap()..];
+    let timeline = &timeline[..timeline.find("</section>").unwrap()];
+    let f1 = &timeline[timeline.find(r#"<tr data-feature="f1">"#).unwrap()..];
+    let f1 = &f1[..f1.find("</tr>").unwrap()];
+    assert!(
+        f1.find("badge rejected").unwrap() < f1.find("badge accepted").unwrap(),
+        "{f1}"
+    );
+    assert!(timeline.contains("not tried yet"), "{timeline}");
+    // Backticks in a reason are code.
+    assert!(dom.contains("<code>test -f a.txt</code>"), "{dom}");
     // Three sessions: a point and a linked bar for each, and a row linking to its commit.
     let passing = &dom[dom.find(r#"id="chart-passing""#).unwrap()..];
     let passing = &passing[..passing.find("</svg>").unwrap()];
@@ -615,6 +632,12 @@ fn report_shows_stuck_features_with_their_reasons() {
     let html = std::fs::read_to_string(env.project().join(".longrun/report.html")).unwrap();
     let stuck = &html[html.find(r#"<section id="stuck">"#).unwrap()..];
     let stuck = &stuck[..stuck.find("</section>").unwrap()];
+    // One style each: the box of a stuck feature is not the `stuck` badge.
+    assert!(
+        stuck.contains(r#"<div class="stuck-feature" data-feature="f1">"#),
+        "{stuck}"
+    );
+    assert!(!html.contains("\n.stuck {"), "no second rule for .stuck");
     // f1 ran out of attempts; f2 had two when the run stopped on five failures in a row.
     assert!(stuck.contains(r#"data-feature="f1""#), "{stuck}");
     assert!(!stuck.contains(r#"data-feature="f2""#), "{stuck}");
