@@ -136,6 +136,35 @@ pub struct DirArg {
     pub dir: PathBuf,
 }
 
+/// `longrun features` without an action lists them.
+#[derive(Debug, Subcommand)]
+pub enum FeaturesAction {
+    /// Add a feature (passes: false) whose check must fail on main as it is now.
+    Add {
+        /// Its id: 1 to 64 of A-Z a-z 0-9 . _ -
+        #[arg(long)]
+        id: String,
+        /// What the feature is, in a sentence.
+        #[arg(long)]
+        description: String,
+        /// A shell command that passes only when the feature works.
+        #[arg(long, value_name = "CMD")]
+        check: String,
+        #[command(flatten)]
+        dir: DirArg,
+    },
+    /// Set a passing feature back to failing, so that `continue` works on it again.
+    Reopen {
+        /// The feature id, as in features.json.
+        id: String,
+        /// Why it is reopened (a Longrun-Reason trailer).
+        #[arg(short, long, value_name = "WHY")]
+        message: Option<String>,
+        #[command(flatten)]
+        dir: DirArg,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a project from a spec: commit SPEC.md and longrun.toml, then run the initializer session.
@@ -215,7 +244,7 @@ pub enum Command {
         #[command(flatten)]
         dir: DirArg,
     },
-    /// Clear a stuck feature's failed attempts so that `continue` tries it again.
+    /// Clear a feature's failed attempts so that `continue` tries it again; a passing feature is reopened.
     Retry {
         /// The feature id, as in features.json.
         feature: String,
@@ -243,6 +272,32 @@ pub enum Command {
         /// Remove the pruned sessions' transcripts too (`longrun show` then has nothing to show).
         #[arg(long)]
         transcripts: bool,
+    },
+    /// List the features (id, passes, attempts, stuck, check); add one or reopen one with a commit on main.
+    Features {
+        #[command(subcommand)]
+        action: Option<FeaturesAction>,
+        #[command(flatten)]
+        dir: DirArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record the contract files edited in the project's work tree (features.json, SPEC.md, frozen and protected files) as a commit on main.
+    #[command(
+        long_about = "Record the contract files edited in the project's work tree (features.json, \
+        SPEC.md, the frozen acceptance tests and the protected files) as one commit on main, \
+        marked `Longrun-Role: human` with the reason given.\n\n\
+        The change is validated first: features.json must parse, its ids be unique and safe, \
+        every feature have a check, and the check of every feature added must fail on the new \
+        tree (run confined, as verification runs it). Refused while a run is going."
+    )]
+    Amend {
+        /// Why the contract changes (a Longrun-Reason trailer).
+        #[arg(short, long, value_name = "WHY")]
+        message: String,
+        #[command(flatten)]
+        dir: DirArg,
     },
     /// Features passing, attempts, verdicts, the sessions in progress, the next feature, tokens.
     Status {

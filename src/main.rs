@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use longrun::cli::{Cli, Command};
+use longrun::cli::{Cli, Command, FeaturesAction};
 use longrun::error::{exit_code_for, Outcome};
 
 fn main() -> ExitCode {
@@ -125,6 +125,36 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
     runtime.block_on(dispatch(cli.command))
 }
 
+/// `longrun features [add|reopen]`.
+async fn features(
+    action: Option<FeaturesAction>,
+    dir: std::path::PathBuf,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    use longrun::trusted as o;
+    let said = match action {
+        None => o::list_features(&dir, json)?,
+        Some(FeaturesAction::Add {
+            id,
+            description,
+            check,
+            dir,
+        }) => {
+            let new = o::NewFeature {
+                id,
+                description,
+                check,
+            };
+            format!("{}\n", o::add_feature(&dir.dir, new).await?)
+        }
+        Some(FeaturesAction::Reopen { id, message, dir }) => {
+            format!("{}\n", o::reopen(&dir.dir, &id, message.as_deref())?)
+        }
+    };
+    print!("{}", safe(&said));
+    Ok(Outcome::Done)
+}
+
 async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
     use longrun::trusted as o;
     match command {
@@ -203,6 +233,11 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 transcripts,
             };
             print!("{}", o::gc(&dir.dir, &args)?);
+            Ok(Outcome::Done)
+        }
+        Command::Features { action, dir, json } => features(action, dir.dir, json).await,
+        Command::Amend { message, dir } => {
+            println!("{}", safe(&o::amend(&dir.dir, &message).await?));
             Ok(Outcome::Done)
         }
         Command::Status { dir, json, wide } => {

@@ -72,6 +72,43 @@ impl Role {
     }
 }
 
+/// The `Longrun-Role` of a commit a person made through `longrun amend`,
+/// `features add`, `features reopen` or `retry`: no session made it, so it
+/// is not a [`Role`], and readers of sessions pass over it.
+pub const HUMAN: &str = "human";
+
+/// What a person's change to the contract did (`Longrun-Contract`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContractChange {
+    /// Files of the contract edited in the work tree (`longrun amend`).
+    Amend,
+    /// A feature added (`longrun features add`).
+    Add,
+    /// A passing feature set back to failing (`features reopen`, `retry`).
+    Reopen,
+}
+
+impl ContractChange {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContractChange::Amend => "amend",
+            ContractChange::Add => "add",
+            ContractChange::Reopen => "reopen",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ContractChange> {
+        [
+            ContractChange::Amend,
+            ContractChange::Add,
+            ContractChange::Reopen,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
 /// The trailer keys of a verdict commit, written by `trusted::record` and
 /// read back by `trusted::history`.
 pub mod trailer {
@@ -96,9 +133,12 @@ pub mod trailer {
     pub const NETWORK: &str = "Longrun-Network";
     /// The reviewer's answer (`[review]`): `accept (MODEL)` or `reject (MODEL): why`.
     pub const REVIEW: &str = "Longrun-Review";
+    /// A person's change to the contract: `amend`, `add` or `reopen`
+    /// ([`super::ContractChange`]), on a commit whose role is [`super::HUMAN`].
+    pub const CONTRACT: &str = "Longrun-Contract";
 
     /// Every key, in the order a verdict commit writes them.
-    pub const ALL: [&str; 18] = [
+    pub const ALL: [&str; 19] = [
         SESSION,
         ROLE,
         FEATURE,
@@ -117,6 +157,7 @@ pub mod trailer {
         RETRY,
         NETWORK,
         REVIEW,
+        CONTRACT,
     ];
 }
 
@@ -141,6 +182,15 @@ mod tests {
             assert_eq!(Role::parse(r.as_str()), Some(r));
         }
         assert_eq!(Verdict::parse("Accepted"), None);
+        for c in [
+            ContractChange::Amend,
+            ContractChange::Add,
+            ContractChange::Reopen,
+        ] {
+            assert_eq!(ContractChange::parse(c.as_str()), Some(c));
+        }
+        // A person's commit is never read as a session's.
+        assert_eq!(Role::parse(HUMAN), None);
     }
 
     #[test]

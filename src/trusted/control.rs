@@ -29,7 +29,8 @@ pub fn stop(dir: &Path) -> anyhow::Result<Outcome> {
     Ok(Outcome::Exit(0))
 }
 
-/// Record on main that `feature`'s failed attempts no longer count.
+/// Record on main that `feature`'s failed attempts no longer count; a
+/// passing feature is reopened (passes set back to false) as well.
 pub fn retry(dir: &Path, feature: &str) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
     let list = project.features()?.ok_or_else(|| {
@@ -43,9 +44,8 @@ pub fn retry(dir: &Path, feature: &str) -> anyhow::Result<String> {
         )));
     };
     if f.passes {
-        return Err(bad_input(format!(
-            "feature `{feature}` already passes; there is nothing to retry"
-        )));
+        // A passing feature is tried again only once it is open again.
+        return super::amend::reopen(dir, feature, Some("reopened by `longrun retry`"));
     }
     let _lock = lock::acquire(&project.longrun_dir())?;
     let failed = project.history()?.stats(feature).failed_attempts;

@@ -3,6 +3,7 @@
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
 
+mod amend;
 mod compact;
 mod control;
 mod demo;
@@ -37,6 +38,7 @@ mod verify;
 mod workspace;
 
 pub use crate::schema::Verdict;
+pub use amend::{add as add_feature, amend, list as list_features, reopen, NewFeature};
 pub use control::{retry, stop};
 pub use demo::{demo, DemoArgs};
 pub use gc::{gc, GcArgs};

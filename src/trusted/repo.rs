@@ -199,6 +199,17 @@ pub fn record_empty(repo: &Repository, message: &str) -> anyhow::Result<Oid> {
     Ok(oid)
 }
 
+/// Record a person's change: a commit of `tree` on top of `main`, which
+/// must still be where it was read.
+pub fn record_tree(repo: &Repository, main: Oid, tree: Oid, message: &str) -> anyhow::Result<Oid> {
+    let main_commit = repo.find_commit(main)?;
+    let tree = repo.find_tree(tree)?;
+    let sig = signature()?;
+    let oid = repo.commit(None, &sig, &sig, message, &tree, &[&main_commit])?;
+    advance_main(repo, main, oid)?;
+    Ok(oid)
+}
+
 /// Move main from `old` to `new`. The ref update is the single point where
 /// the change lands; the project's work tree follows after it.
 fn advance_main(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()> {

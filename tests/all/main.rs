@@ -6,6 +6,7 @@
 mod common;
 mod mock_server;
 
+mod amend;
 mod display;
 mod e2e;
 mod errors;
