@@ -42,14 +42,17 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     let limits = limits::apply(&profile.limits, &bound)?;
     e.layers.push(limits.layer);
     e.warnings.extend(limits.warnings);
-    e.layers.push(network::isolate(profile.network)?);
+    // What the process ends up with: a registries sandbox that cannot have
+    // its namespace (or its proxy) gets less, never more.
+    let (layer, network) = network::isolate(profile.network)?;
+    e.layers.push(layer);
     let mounts = mounts::restrict(spec, bound.own_pid_namespace)?;
     e.layers.extend(mounts.layers.iter().cloned());
     e.warnings.extend(mounts.warnings.iter().cloned());
     e.layers.push(caps::drop_all()?);
     no_new_privs()?;
     e.layers.push("no_new_privs: set".into());
-    e.layers.push(seccomp::apply(profile.network)?);
+    e.layers.push(seccomp::apply(network)?);
     if !mounts.uncovered.is_empty() {
         let names: Vec<String> = mounts
             .uncovered
@@ -62,6 +65,19 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
             names.join(", ")
         ));
     }
+    let narrowed;
+    let spec = if network == profile.network {
+        spec
+    } else {
+        narrowed = SandboxSpec {
+            profile: super::Profile {
+                network,
+                ..profile.clone()
+            },
+            ..spec.clone()
+        };
+        &narrowed
+    };
     let landlock =
         landlock::restrict(spec, &mounts.uncovered).context("cannot apply the Landlock ruleset")?;
     e.layers.push(landlock.layer);

@@ -8,34 +8,48 @@ use anyhow::Context;
 
 use super::Network;
 
-/// Enter the namespace `network` asks for. Must run before capabilities are dropped.
-pub fn isolate(network: Network) -> anyhow::Result<String> {
+/// Enter the namespace `network` asks for. Must run before capabilities are
+/// dropped. Returns the layer's line and the network actually given, which
+/// the later layers (seccomp, Landlock) enforce: `registries` becomes
+/// `loopback` without a proxy, and `none` where no network namespace can be
+/// made (init.sh asks for registries by default, on machines without user
+/// namespaces too; it then installs nothing, and everything else runs).
+pub fn isolate(network: Network) -> anyhow::Result<(String, Network)> {
     match network {
-        Network::None => Ok("network: none (Unix sockets only, no TCP)".into()),
-        Network::Host => Ok("network: host (not confined)".into()),
+        Network::None => Ok(("network: none (Unix sockets only, no TCP)".into(), network)),
+        Network::Host => Ok(("network: host (not confined)".into(), network)),
         Network::Loopback => {
             let via = enter_namespace()?;
             loopback_up().context("cannot bring up lo in the new network namespace")?;
-            Ok(format!(
-                "network: loopback only (private network namespace{via})"
-            ))
+            let line = format!("network: loopback only (private network namespace{via})");
+            Ok((line, network))
         }
-        Network::Registries => {
-            let via = enter_namespace()?;
-            loopback_up().context("cannot bring up lo in the new network namespace")?;
-            if !super::proxy_bridge::hand_over_listener()? {
-                return Ok(format!(
-                    "network: loopback only (private network namespace{via}; \
-                     registries asked, but no proxy was started for this sandbox)"
-                ));
-            }
-            Ok(format!(
-                "network: package registries through longrun's proxy at {}, loopback otherwise \
-                 (private network namespace{via})",
-                super::PROXY_URL
-            ))
-        }
+        Network::Registries => registries(),
     }
+}
+
+fn registries() -> anyhow::Result<(String, Network)> {
+    let via = match enter_namespace() {
+        Ok(via) => via,
+        Err(e) => {
+            let line = format!("network: none (registries asked, but {e:#})");
+            return Ok((line, Network::None));
+        }
+    };
+    loopback_up().context("cannot bring up lo in the new network namespace")?;
+    if !super::proxy_bridge::hand_over_listener()? {
+        let line = format!(
+            "network: loopback only (private network namespace{via}; \
+             registries asked, but no proxy was started for this sandbox)"
+        );
+        return Ok((line, Network::Loopback));
+    }
+    let line = format!(
+        "network: package registries through longrun's proxy at {}, loopback otherwise \
+         (private network namespace{via})",
+        super::PROXY_URL
+    );
+    Ok((line, Network::Registries))
 }
 
 fn enter_namespace() -> anyhow::Result<&'static str> {

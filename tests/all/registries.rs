@@ -596,3 +596,25 @@ fn init_sh_installs_from_the_registry_and_the_project_is_built_while_another_hos
         assert!(message.contains(&line), "{line}: {message}");
     }
 }
+
+#[test]
+fn without_a_network_namespace_registries_gives_no_network_and_the_command_runs() {
+    // Inside a sandbox, seccomp denies every namespace: an inner registries
+    // sandbox cannot have one, so it gets no network at all (AF_UNIX only),
+    // and what it runs still runs (init.sh asks for registries by default).
+    let profile = profile_text(&[], "best-effort").replace(
+        "network = \"registries\"\n",
+        "network = \"none\"\ninit_network = \"none\"\n",
+    );
+    let place = Place::new(&profile, false);
+    let inner = place.workspace().join("longrun");
+    std::fs::copy(env!("CARGO_BIN_EXE_longrun"), &inner).unwrap();
+    let script = "./longrun sandbox --workspace . --network registries -- bash -c \
+                  'echo inner-ran; /usr/bin/python3 -c \"import socket; socket.socket()\" 2>&1 | tail -1'; \
+                  echo rc=$?";
+    let o = place.run(false, &[], script);
+    let said = text(&o);
+    assert!(said.contains("inner-ran"), "{said}");
+    assert!(said.contains("PermissionError"), "{said}");
+    assert!(said.contains("rc=0"), "{said}");
+}
