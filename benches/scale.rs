@@ -159,18 +159,12 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
             .collect();
         format!("{{\"features\": [\n{}\n]}}\n", lines.join(",\n"))
     };
-    let mut init_calls = vec![
+    let init_calls = vec![
         json!({"name": "write_file", "arguments": {"path": "features.json", "content": list(0)}}),
         json!({"name": "write_file", "arguments": {"path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}}),
         json!({"name": "write_file", "arguments": {"path": "progress.md", "content": "# Progress\n"}}),
         json!({"name": "write_file", "arguments": {"path": "tests/suite.sh", "content": SUITE}}),
     ];
-    if shape.files > 0 {
-        let bytes = shape.files * 10_000;
-        init_calls.push(json!({"name": "bash", "arguments": {"command": format!(
-            "mkdir -p data && head -c {bytes} /dev/urandom | split -b 10000 -a 5 -d - data/f"
-        )}}));
-    }
     let init = json!([
         {"tool_calls": init_calls},
         {"tool_calls": [{"name": "bash", "arguments": {"command": "chmod +x init.sh && git add -A && git commit -qm init"}}]},
@@ -201,6 +195,24 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
     );
 
     // A human commit: the first features done, the settings for the run.
+    // The data of a large repository: incompressible, 10 kB a file.
+    if shape.files > 0 {
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..shape.files {
+            let bytes: Vec<u8> = (0..10_000)
+                .map(|_| {
+                    // xorshift64: as incompressible as random data, and repeatable.
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 24) as u8
+                })
+                .collect();
+            std::fs::write(data.join(format!("f{i:05}")), &bytes).unwrap();
+        }
+    }
     for id in &ids[..shape.passing] {
         std::fs::write(dir.join(format!("{id}.txt")), "ok\n").unwrap();
     }
