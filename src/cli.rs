@@ -128,6 +128,10 @@ fn sandbox_args(args: Vec<std::ffi::OsString>) -> Cli {
     parsed.unwrap_or_else(|e| e.exit())
 }
 
+fn parse_max_wait(text: &str) -> Result<std::time::Duration, String> {
+    crate::trusted::parse_duration(text)
+}
+
 /// The project directory, shared by every command that works on a project.
 #[derive(Debug, Args, Clone)]
 pub struct DirArg {
@@ -194,6 +198,12 @@ pub enum Command {
         /// Print one JSON object per event, one a line, for scripts.
         #[arg(long)]
         json: bool,
+        /// Redo an init whose initializer was never accepted, with these flags (as `init` again does).
+        #[arg(long)]
+        force: bool,
+        /// How long to wait for a provider that stays unavailable before giving up (exit 75): 90, 30m, 4h.
+        #[arg(long, value_name = "DURATION", default_value = "6h", value_parser = parse_max_wait)]
+        max_wait: std::time::Duration,
     },
     /// Run worker sessions, one feature each, verified and recorded on main.
     Continue {
@@ -238,6 +248,12 @@ pub enum Command {
         /// A shell command told about the run's events (event JSON on stdin, $LONGRUN_SUMMARY); overrides [notify] command.
         #[arg(long, value_name = "CMD")]
         notify: Option<String>,
+        /// How long to wait for a provider that stays unavailable before giving up (exit 75): 90, 30m, 4h.
+        #[arg(long, value_name = "DURATION", default_value = "6h", value_parser = parse_max_wait)]
+        max_wait: std::time::Duration,
+        /// Stash uncommitted changes to tracked files (git stash) instead of refusing to start.
+        #[arg(long)]
+        stash: bool,
     },
     /// Ask a running `continue` to stop after its current session; exits 1 when no run is going.
     Stop {
@@ -358,6 +374,9 @@ pub enum Command {
         /// Where to build it (default: a new directory under the system temp dir).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// The sandbox profile for its sessions: default, loopback, strict, or a profile file.
+        #[arg(long, value_name = "NAME|PATH")]
+        profile: Option<String>,
     },
     #[command(about = SANDBOX_ABOUT, long_about = SANDBOX_LONG_ABOUT)]
     Sandbox(SandboxCmd),

@@ -29,6 +29,9 @@ pub enum Outcome {
     RunFailed,
     /// A command whose answer is its exit status (`check-command`, `stop`).
     Exit(u8),
+    /// The provider stayed unavailable for `--max-wait`: nothing is stuck;
+    /// run `continue` again later. Exit 75 (EX_TEMPFAIL).
+    ProviderUnavailable,
 }
 
 impl Outcome {
@@ -42,6 +45,7 @@ impl Outcome {
             Outcome::Done => 0,
             Outcome::RunFailed => 1,
             Outcome::StoppedEarly => 3,
+            Outcome::ProviderUnavailable => 75,
             Outcome::Interrupted => 130,
             Outcome::Exit(code) => code,
         }
@@ -53,6 +57,7 @@ impl Outcome {
             Outcome::Done => "done",
             Outcome::RunFailed => "run_failed",
             Outcome::StoppedEarly => "stopped_early",
+            Outcome::ProviderUnavailable => "provider_unavailable",
             Outcome::Interrupted => "interrupted",
             Outcome::Exit(_) => "exit",
         }

@@ -74,6 +74,21 @@ pub fn uncommitted_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// Tracked paths whose work-tree or staged content differs from HEAD
+/// (untracked and ignored files not counted).
+pub fn tracked_changes(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(false).include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .context("failed to read git status")?;
+    Ok(statuses
+        .iter()
+        .filter(|s| s.status() != git2::Status::CURRENT)
+        .filter_map(|s| s.path().map(str::to_string))
+        .collect())
+}
+
 /// HEAD of a repo, if it has one.
 pub fn head(repo: &Repository) -> Option<Oid> {
     repo.head().ok().and_then(|h| h.target())

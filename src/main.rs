@@ -78,7 +78,7 @@ fn message(err: &anyhow::Error) -> String {
 fn project_log_dir(command: &Command) -> Option<&std::path::Path> {
     match command {
         Command::Init { dir, .. } | Command::Continue { dir, .. } => Some(&dir.dir),
-        Command::Demo { dir } => dir.as_deref(),
+        Command::Demo { dir, .. } => dir.as_deref(),
         _ => None,
     }
 }
@@ -168,6 +168,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             features,
             quiet,
             json,
+            force,
+            max_wait,
         } => {
             o::init(o::InitArgs {
                 spec,
@@ -179,6 +181,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 features,
                 quiet,
                 json,
+                force,
+                max_wait,
             })
             .await
         }
@@ -197,6 +201,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             max_consecutive_failures,
             parallel,
             notify,
+            max_wait,
+            stash,
         } => {
             let args = o::ContinueArgs {
                 sessions,
@@ -212,6 +218,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
                 max_consecutive_failures,
                 parallel,
                 notify,
+                max_wait,
+                stash,
                 ..o::ContinueArgs::new(dir.dir)
             };
             o::continue_run(args).await
@@ -257,7 +265,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             println!("wrote {}", path.display());
             Ok(Outcome::Done)
         }
-        Command::Demo { dir } => o::demo(o::DemoArgs { dir }).await,
+        Command::Demo { dir, profile } => o::demo(o::DemoArgs { dir, profile }).await,
         Command::CheckCommand { command, dir } => {
             let (text, verdict) = longrun::permissions::check_command(&command, &dir.dir)?;
             print!("{text}");

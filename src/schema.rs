@@ -48,6 +48,51 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// Who a session that was not accepted failed by: only the work's failures
+/// count toward a feature's `max_attempts` and the run's
+/// `max_consecutive_failures`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// The work: rejected by verification, or incomplete within its budget.
+    Work,
+    /// The run: the provider unreachable or refusing the key, a run limit
+    /// (`--max-cost`), an interruption (a signal, a kill -9 of the
+    /// orchestrator), or the harness itself.
+    Run,
+}
+
+impl Fault {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fault::Work => "work",
+            Fault::Run => "run",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Fault> {
+        [Fault::Work, Fault::Run]
+            .into_iter()
+            .find(|f| f.as_str() == s)
+    }
+
+    /// A verdict commit written before the `Longrun-Fault` trailer: an
+    /// interruption was the run's, anything else counted as the work's.
+    pub fn of_legacy(verdict: Verdict) -> Option<Fault> {
+        match verdict {
+            Verdict::Accepted => None,
+            Verdict::Interrupted => Some(Fault::Run),
+            _ => Some(Fault::Work),
+        }
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -116,6 +161,8 @@ pub mod trailer {
     pub const ROLE: &str = "Longrun-Role";
     pub const FEATURE: &str = "Longrun-Feature";
     pub const VERDICT: &str = "Longrun-Verdict";
+    /// `work` or `run` (see [`super::Fault`]), on every verdict but `accepted`.
+    pub const FAULT: &str = "Longrun-Fault";
     pub const REASON: &str = "Longrun-Reason";
     pub const MODEL: &str = "Longrun-Model";
     pub const TOKENS_IN: &str = "Longrun-Tokens-In";
@@ -138,11 +185,12 @@ pub mod trailer {
     pub const CONTRACT: &str = "Longrun-Contract";
 
     /// Every key, in the order a verdict commit writes them.
-    pub const ALL: [&str; 19] = [
+    pub const ALL: [&str; 20] = [
         SESSION,
         ROLE,
         FEATURE,
         VERDICT,
+        FAULT,
         REASON,
         MODEL,
         TOKENS_IN,
@@ -178,6 +226,13 @@ mod tests {
             let json = serde_json::to_string(&v).unwrap();
             assert_eq!(json, format!("\"{v}\""));
         }
+        for f in [Fault::Work, Fault::Run] {
+            assert_eq!(Fault::parse(f.as_str()), Some(f));
+            assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{f}\""));
+        }
+        assert_eq!(Fault::of_legacy(Verdict::Accepted), None);
+        assert_eq!(Fault::of_legacy(Verdict::Interrupted), Some(Fault::Run));
+        assert_eq!(Fault::of_legacy(Verdict::Rejected), Some(Fault::Work));
         for r in [Role::Initializer, Role::Worker] {
             assert_eq!(Role::parse(r.as_str()), Some(r));
         }

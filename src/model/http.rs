@@ -259,13 +259,42 @@ impl Provider for HttpProvider {
                 }
                 Fault::Transient { reason, after } => (reason, after),
             };
+            if asked.is_some_and(|w| w > retry::LONGEST_WAIT) {
+                // A usage limit that resets in hours: the run waits, not the session.
+                return Err(ModelError::Unavailable {
+                    message: reason,
+                    wait: asked,
+                });
+            }
             if attempt >= policy.max_tries {
-                return Err(ModelError::Failed(format!(
-                    "{reason} (gave up after {attempt} tries)"
-                )));
+                return Err(ModelError::Unavailable {
+                    message: format!("{reason} (gave up after {attempt} tries)"),
+                    wait: asked,
+                });
             }
             let wait = self.log_retry(ctx, attempt, reason, asked);
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn probe(&self) -> Result<(), ModelError> {
+        let request = ChatRequest {
+            system: String::new(),
+            messages: vec![super::Message::User {
+                content: "Reply with the word ok.".into(),
+            }],
+            tools: Vec::new(),
+        };
+        let stream = self.streaming.load(Ordering::Relaxed);
+        match self.try_once(&request, stream).await {
+            Ok(_) => Ok(()),
+            Err(Fault::Final(e)) => Err(e),
+            // The server answered: it is reachable, and streaming is its own matter.
+            Err(Fault::StreamRefused) => Ok(()),
+            Err(Fault::Transient { reason, after }) => Err(ModelError::Unavailable {
+                message: reason,
+                wait: after,
+            }),
         }
     }
 

@@ -21,7 +21,7 @@ pub struct RequestContext {
 }
 
 /// Why a model call failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ModelError {
     /// The provider refused the credentials: the run must stop.
     #[error("the provider refused the credentials: {0}")]
@@ -29,6 +29,14 @@ pub enum ModelError {
     /// The prompt is over the model's context window.
     #[error("context length exceeded: {0}")]
     ContextLength(String),
+    /// The provider stayed unreachable, overloaded or rate limited through
+    /// the retries, or asked for a wait longer than a session waits: the run
+    /// pauses until it answers again. `wait` is the reset the provider named.
+    #[error("the provider is unavailable: {message}")]
+    Unavailable {
+        message: String,
+        wait: Option<std::time::Duration>,
+    },
     /// Anything else, after retries where they apply.
     #[error("{0}")]
     Failed(String),
@@ -45,6 +53,7 @@ impl ModelError {
         match self {
             ModelError::Auth(_) => ModelErrorKind::Auth,
             ModelError::ContextLength(_) => ModelErrorKind::ContextLength,
+            ModelError::Unavailable { .. } => ModelErrorKind::Unavailable,
             ModelError::Failed(_) => ModelErrorKind::Failed,
         }
     }
@@ -57,6 +66,8 @@ pub enum ModelErrorKind {
     Auth,
     /// The worker may compact its context and ask again.
     ContextLength,
+    /// The run pauses until the provider answers again; the session ends.
+    Unavailable,
     #[default]
     Failed,
 }
@@ -75,6 +86,12 @@ pub trait Provider: Send + Sync {
     /// The retries that request `ctx` needed, once it is answered (or has failed).
     fn take_retries(&self, _ctx: RequestContext) -> Vec<RetryNote> {
         Vec::new()
+    }
+
+    /// While the run is paused: one try, without retries, of the smallest
+    /// request, to learn whether the provider answers again.
+    async fn probe(&self) -> Result<(), ModelError> {
+        Ok(())
     }
 }
 

@@ -64,12 +64,16 @@ pub fn server_wait(headers: &HeaderMap) -> Option<Duration> {
         .or_else(|| number("retry-after").map(Duration::from_secs_f64))
 }
 
+/// The longest wait a session sits through; a provider that asks for more
+/// (a usage limit that resets in hours) pauses the run instead.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(600);
+
 /// The wait before try `attempt + 1`: the server's wish if any, else
 /// `base * 2^(attempt-1)`, at most the cap, with jitter in its upper half.
 pub fn wait(policy: &RetryPolicy, attempt: u32, asked: Option<Duration>) -> Duration {
     if let Some(asked) = asked {
         // Honoured past the cap (the server knows best), but not for hours.
-        return asked.min(policy.cap.max(Duration::from_secs(600)));
+        return asked.min(policy.cap.max(LONGEST_WAIT));
     }
     let exp = policy
         .base

@@ -4,7 +4,9 @@
 //! the read-only mount namespace, which need the capabilities about to go); drop every
 //! capability; no_new_privs; seccomp; Landlock; close inherited descriptors.
 //! Then check what the kernel enforced and refuse when the profile asks for
-//! more, unless it says `landlock = "best-effort"`.
+//! more and says `landlock = "required"` (the strict profile). Without any
+//! filesystem boundary (no Landlock and no read-only mount namespace) every
+//! profile is refused.
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
@@ -81,6 +83,9 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
     let landlock =
         landlock::restrict(spec, &mounts.uncovered).context("cannot apply the Landlock ruleset")?;
     e.layers.push(landlock.layer);
+    if landlock.abi < 1 && !mounts.read_only {
+        bail!("{}", no_filesystem_boundary());
+    }
     close_inherited(&spec.keep_fds);
     not_dumpable()?;
     if !caps::none_left() {
@@ -99,6 +104,16 @@ pub fn confine(spec: &SandboxSpec) -> anyhow::Result<Enforcement> {
         }
     }
     Ok(e)
+}
+
+/// Neither Landlock nor a read-only mount namespace: nothing would keep a
+/// session's writes inside its workspace, whatever the profile says.
+pub fn no_filesystem_boundary() -> String {
+    format!(
+        "no filesystem boundary on this machine: Landlock is not available and no mount \
+         namespace can be made; {}",
+        super::doctor::userns_fix()
+    )
 }
 
 /// Own session and process group, and die with the parent.

@@ -29,13 +29,19 @@ pub fn doctor() -> ExitCode {
 }
 
 fn machine_report() -> Vec<String> {
-    let abi = landlock::kernel_abi();
+    let abi = landlock::usable_abi();
+    let kernel_abi = landlock::kernel_abi();
     let yes = |b: bool| if b { "yes" } else { "no" };
     let mut lines = vec![
         format!("kernel: {}", kernel()),
         format!(
             "landlock: {}",
-            if abi > 0 {
+            if abi != kernel_abi {
+                format!(
+                    "ABI {abi} (lowered by {}; the kernel has {kernel_abi})",
+                    landlock::ABI_CAP_ENV
+                )
+            } else if abi > 0 {
                 format!("ABI {abi}")
             } else {
                 "not available".to_string()
@@ -65,6 +71,16 @@ fn machine_report() -> Vec<String> {
             .into_iter()
             .map(|l| format!("cgroups: {l}")),
     );
+    if abi < 1 {
+        lines.push(format!(
+            "filesystem boundary: {}",
+            if nix::unistd::geteuid().is_root() || userns_blocked().is_none() {
+                "the read-only mount namespace alone (no Landlock: reads are not confined)"
+            } else {
+                "none: no Landlock and no user namespaces; sessions cannot run"
+            }
+        ));
+    }
     lines.push(format!("git: {}", git_version()));
     lines
 }
@@ -87,12 +103,77 @@ fn seccomp_available() -> bool {
         .unwrap_or(false)
 }
 
+fn read_sysctl(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|t| t.trim().to_string())
+}
+
+/// Ubuntu 23.10 and later: unprivileged user namespaces get no capabilities
+/// unless an AppArmor profile allows `userns` for the program.
+const APPARMOR_USERNS: &str = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+
+/// Why this user cannot make user namespaces, when a setting says so.
+fn userns_blocked() -> Option<String> {
+    if nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    if read_sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+        return Some("kernel.unprivileged_userns_clone = 0".into());
+    }
+    if read_sysctl("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+        return Some("user.max_user_namespaces = 0".into());
+    }
+    if read_sysctl(APPARMOR_USERNS).as_deref() == Some("1") {
+        return Some(
+            "kernel.apparmor_restrict_unprivileged_userns = 1 (AppArmor gives the namespace \
+             no capabilities unless a profile allows it)"
+                .into(),
+        );
+    }
+    None
+}
+
+/// What to do so that sessions get a sandbox: the one-line fix.
+pub fn userns_fix() -> String {
+    let why = userns_blocked().unwrap_or_else(|| "user namespaces are unavailable".into());
+    format!(
+        "{why}; fix: install the AppArmor profile longrun ships \
+         (packaging/apparmor/longrun to /etc/apparmor.d/longrun, then \
+         `sudo apparmor_parser -r /etc/apparmor.d/longrun`), or allow unprivileged user \
+         namespaces (`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0` on Ubuntu, \
+         `sudo sysctl kernel.unprivileged_userns_clone=1` on older Debian), or boot a kernel \
+         with Landlock (5.13 or later, landlock in lsm=), or run longrun as root"
+    )
+}
+
+/// Before an initializer writes anything: confine a child as `profile` says,
+/// for real. Err is one line: what this machine cannot enforce, and the fix.
+pub fn preflight(profile: &Profile) -> anyhow::Result<()> {
+    probe(profile).map_err(|e| {
+        let said = one_line(&format!("{e:#}"));
+        crate::error::bad_input(format!(
+            "the sandbox profile {} cannot run on this machine: {said}{}",
+            profile.name,
+            if profile.landlock == super::LandlockMode::Required {
+                "; the default profile runs with what this kernel enforces and records the rest \
+                 (--profile default)"
+            } else {
+                ""
+            }
+        ))
+    })
+}
+
 fn user_namespaces() -> String {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|t| t.trim().to_string())
-    };
+    let read = read_sysctl;
+    if let Some(why) = userns_blocked().filter(|w| w.starts_with("kernel.apparmor")) {
+        return format!(
+            "restricted by AppArmor ({why}): without root, sessions have no namespace layer \
+             (no PID or mount namespace, no loopback network) and Landlock, seccomp and limits \
+             carry them alone; packaging/apparmor/longrun is the profile that lifts this"
+        );
+    }
     const WITHOUT: &str = "; when not root, sandboxes then have no PID namespace \
         (no process limit but RLIMIT_NPROC, leftovers ended only on recovery) and no read-only mounts";
     if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {

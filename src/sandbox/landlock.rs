@@ -62,30 +62,57 @@ pub fn kernel_abi() -> i32 {
     }
 }
 
-/// What a kernel with Landlock ABI `abi` would not enforce of what `network` asks.
+/// What a kernel with Landlock ABI `abi` would not enforce of what `network`
+/// asks, each with what carries that rule instead, if anything.
 pub fn missing_features(abi: i32, network: Network) -> Vec<String> {
-    let mut missing = Vec::new();
     if abi < 1 {
-        missing.push("Landlock itself (kernel 5.13 or later, with landlock in lsm=)".to_string());
-        return missing;
+        return vec![
+            "landlock itself (kernel 5.13 or later, with landlock in lsm=): reads are not \
+             confined to the system, toolchain and session paths; writes are confined by \
+             the read-only mount namespace"
+                .to_string(),
+        ];
     }
+    let own_net = network != Network::None;
     let wanted: &[(i32, &str, bool)] = &[
-        (2, "renames and links across directories (ABI 2)", true),
-        (3, "truncation rules (ABI 3)", true),
+        (
+            2,
+            "renames and links across directories (ABI 2): every such rename or link is refused",
+            true,
+        ),
+        (
+            3,
+            "truncation rules (ABI 3): truncating files outside the writable paths is \
+             refused by the read-only mounts instead",
+            true,
+        ),
         (
             4,
-            "TCP bind and connect rules (ABI 4)",
+            "TCP bind and connect rules (ABI 4): seccomp still allows no socket but AF_UNIX",
             network == Network::None,
         ),
-        (5, "device ioctl rules (ABI 5)", true),
-        (6, "signal and abstract Unix socket scoping (ABI 6)", true),
+        (
+            5,
+            "device ioctl rules (ABI 5): seccomp denies TIOCSTI and TIOCLINUX only",
+            true,
+        ),
+        (
+            6,
+            if own_net {
+                "signal and abstract Unix socket scoping (ABI 6): carried by the PID and \
+                 network namespaces"
+            } else {
+                "signal and abstract Unix socket scoping (ABI 6): signals are held by the \
+                 PID namespace, abstract Unix sockets of the machine are reachable"
+            },
+            true,
+        ),
     ];
-    for (needs, what, asked) in wanted {
-        if *asked && abi < *needs {
-            missing.push(format!("landlock {what}"));
-        }
-    }
-    missing
+    wanted
+        .iter()
+        .filter(|(needs, _, asked)| *asked && abi < *needs)
+        .map(|(_, what, _)| format!("landlock {what}"))
+        .collect()
 }
 
 /// Build the ruleset for `spec` and restrict the calling thread with it,
@@ -121,7 +148,7 @@ pub fn restrict(spec: &SandboxSpec, left_out: &[PathBuf]) -> anyhow::Result<Land
 pub const ABI_CAP_ENV: &str = "LONGRUN_LANDLOCK_ABI";
 
 /// The kernel's ABI, lowered by [`ABI_CAP_ENV`] when that is set.
-fn usable_abi() -> i32 {
+pub fn usable_abi() -> i32 {
     let kernel = kernel_abi();
     let cap = std::env::var(ABI_CAP_ENV)
         .ok()
@@ -241,5 +268,13 @@ mod tests {
         assert!(m[0].contains("TCP"));
         assert_eq!(missing_features(3, Network::Loopback).len(), 2);
         assert_eq!(missing_features(0, Network::None).len(), 1);
+        assert!(missing_features(0, Network::None)[0].contains("read-only mount namespace"));
+        for abi in 0..=7 {
+            assert_eq!(
+                missing_features(abi, Network::Loopback).len(),
+                missing_features(abi, Network::None).len() - usize::from((1..4).contains(&abi)),
+                "ABI {abi}"
+            );
+        }
     }
 }

@@ -25,8 +25,8 @@ mod registries;
 mod seccomp;
 mod spec;
 
-pub use confine::{confine, Enforcement};
-pub use doctor::doctor;
+pub use confine::{confine, no_filesystem_boundary, Enforcement};
+pub use doctor::{doctor, preflight};
 pub use env::session_env;
 pub use exec::{exec_confined, run_sandbox};
 pub use hint::denial_hint;

@@ -46,6 +46,9 @@ pub struct MountsOutcome {
     /// Hidden paths (credential files) inside a grant that could not be
     /// covered: Landlock leaves them out of its grants instead.
     pub uncovered: Vec<PathBuf>,
+    /// Everything outside the writable paths is a read-only mount: without
+    /// Landlock, this is the sandbox's filesystem boundary.
+    pub read_only: bool,
 }
 
 /// The profile's hidden paths (the credential files) that exist and lie
@@ -74,6 +77,7 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
         layers: Vec::new(),
         warnings: Vec::new(),
         uncovered: Vec::new(),
+        read_only: false,
     };
     let hidden = granted_hidden(spec);
     // A System V IPC namespace of its own too: the machine's shared memory
@@ -98,7 +102,7 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
         }
     }
     match set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE) {
-        Ok(()) => {}
+        Ok(()) => outcome.read_only = true,
         Err(nix::errno::Errno::ENOSYS) => {
             // Before Linux 5.12: private, but not read-only.
             mount(

@@ -70,13 +70,15 @@ fn registries() -> Network {
 }
 
 /// Whether a kernel that cannot enforce all of Landlock may still run sessions.
+/// A profile that does not say is best-effort: only a profile that asks for
+/// `required` (the strict one) is refused on an older kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum LandlockMode {
     /// Refuse to run unless everything the profile asks is enforced.
-    #[default]
     Required,
     /// Run with what the kernel enforces; warn and record the rest.
+    #[default]
     BestEffort,
 }
 

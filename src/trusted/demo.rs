@@ -13,9 +13,25 @@ use crate::templates::{DEMO_MODEL, DEMO_SPEC, DEMO_TOML};
 
 pub struct DemoArgs {
     pub dir: Option<PathBuf>,
+    /// `--profile`: the sandbox profile the demo's sessions run under.
+    pub profile: Option<String>,
 }
 
 pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
+    // Before anything is written: a machine that cannot confine the demo's sessions.
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let profile_name = args.profile.as_deref().unwrap_or("default");
+    let profile = crate::sandbox::Profile::resolve(profile_name, &cwd)
+        .with_context(|| format!("--profile {profile_name}"))?;
+    crate::sandbox::preflight(&profile)?;
+    // A profile file is passed on by its absolute path: init runs in the demo's directory.
+    let profile_arg = args.profile.as_ref().map(|p| {
+        if crate::sandbox::bundled_names().contains(&p.as_str()) {
+            p.clone()
+        } else {
+            cwd.join(p).display().to_string()
+        }
+    });
     let dir = match args.dir {
         Some(d) => {
             if d.exists() && std::fs::read_dir(&d)?.next().is_some() {
@@ -49,11 +65,13 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         dir: dir.clone(),
         model: None,
         base_url: None,
-        profile: None,
+        profile: profile_arg.clone(),
         features: None,
         model_for: Vec::new(),
         quiet: false,
         json: false,
+        force: false,
+        max_wait: super::pause::DEFAULT_MAX_WAIT,
     })
     .await?;
     if outcome != Outcome::Done {
@@ -61,6 +79,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     }
     let args = ContinueArgs {
         until_done: true,
+        profile: profile_arg,
         ..ContinueArgs::new(dir.clone())
     };
     let outcome = continue_run(args).await?;

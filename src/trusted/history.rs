@@ -3,7 +3,10 @@
 //! This is what `status`, `log` and `continue` decide from; `.longrun/` is
 //! never consulted for it.
 
-use crate::schema::trailer;
+use crate::schema::{trailer, Fault};
+
+/// How a `Longrun-Sandbox` trailer says what was not enforced.
+const NOT_ENFORCED: &str = "not enforced: ";
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -30,6 +33,16 @@ pub struct SessionRow {
     pub work_ref: Option<String>,
     pub commit: String,
     pub time: i64,
+    /// `work` or `run` for a session not accepted: only the work's failures
+    /// count against its feature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// What the sandbox could not enforce on the machine that ran it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_enforced: Vec<String>,
+    /// Whether its commit says what the sandbox enforced at all.
+    #[serde(skip)]
+    pub sandbox_recorded: bool,
 }
 
 impl SessionRow {
@@ -61,6 +74,17 @@ impl SessionRow {
             work_ref: e.trailer(trailer::WORK_REF).map(str::to_string),
             commit: e.id.to_string(),
             time: e.time,
+            fault: match e.trailer(trailer::FAULT) {
+                Some(f) => Fault::parse(f),
+                None => Verdict::parse(e.trailer(trailer::VERDICT).unwrap_or(""))
+                    .and_then(Fault::of_legacy),
+            },
+            not_enforced: e
+                .trailers_all(trailer::SANDBOX)
+                .filter_map(|l| l.strip_prefix(NOT_ENFORCED))
+                .map(str::to_string)
+                .collect(),
+            sandbox_recorded: e.trailer(trailer::SANDBOX).is_some(),
         })
     }
 
@@ -72,8 +96,11 @@ impl SessionRow {
 /// Per-feature counts.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct FeatureStats {
-    /// Sessions that worked on it and were not accepted, since the last `retry`.
+    /// Sessions that worked on it and failed by their work (not by the
+    /// run: a provider outage, a limit, an interruption), since the last `retry`.
     pub failed_attempts: u32,
+    /// Sessions that worked on it and ended by the run's fault.
+    pub run_faults: u32,
     /// All sessions that worked on it.
     pub attempts: u32,
     pub last_verdict: Option<String>,
@@ -155,8 +182,10 @@ impl History {
         if let Some(feature) = &row.feature {
             let stats = self.features.entry(feature.clone()).or_default();
             stats.attempts += 1;
-            if row.verdict() != Some(Verdict::Accepted) {
-                stats.failed_attempts += 1;
+            match row.fault {
+                _ if row.verdict() == Some(Verdict::Accepted) => {}
+                Some(Fault::Run) => stats.run_faults += 1,
+                _ => stats.failed_attempts += 1,
             }
             stats.last_verdict = Some(row.verdict.clone());
             stats.last_reasons = row.reasons.clone();
@@ -177,6 +206,15 @@ impl History {
 
     pub fn is_stuck(&self, feature: &str, max_attempts: u32) -> bool {
         self.stats(feature).failed_attempts >= max_attempts
+    }
+
+    /// What the sandbox of the latest session that recorded its sandbox did not enforce.
+    pub fn not_enforced(&self) -> &[String] {
+        self.sessions
+            .iter()
+            .rev()
+            .find(|s| s.sandbox_recorded)
+            .map_or(&[], |s| s.not_enforced.as_slice())
     }
 
     pub fn tokens(&self) -> (u64, u64) {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::models::{ModelChoice, Models};
-use super::run::{run_initializer, Interrupt};
+use super::run::Interrupt;
 use super::{resolve_model, Mode, Project, Reporter, Verdict};
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
@@ -26,6 +26,11 @@ pub struct InitArgs {
     pub quiet: bool,
     /// `--json`: one JSON object per event on stdout.
     pub json: bool,
+    /// `--force`: redo an init whose initializer was never accepted (as `init`
+    /// again does); a project with an accepted initializer is still refused.
+    pub force: bool,
+    /// How long a paused initializer waits for the provider.
+    pub max_wait: std::time::Duration,
 }
 
 /// Read and convert `--features FILE`; anything wrong is bad input naming the file.
@@ -118,6 +123,8 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         Some(p) => Some(super::project::profile_setting(p, &args.dir)?),
         None => None,
     };
+    // So is a machine that cannot confine a session as that profile says.
+    crate::sandbox::preflight(&profile_for_preflight(&args)?)?;
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| {
             bad_input(format!(
@@ -133,14 +140,14 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         .map(Path::canonicalize)
         .transpose()?;
     let repo = repo::init_or_open(&dir)?;
-    if let Some(head) = repo::main_head(&repo)? {
-        if repo::read_file_at(&repo, head, config::FILE_NAME)?.is_some() {
-            return Err(bad_input(format!(
-                "{} already holds a longrun project; run `longrun continue --dir {}` instead",
-                dir.display(),
-                dir.display()
-            )));
-        }
+    let committed = committed_settings(&repo)?;
+    if committed.is_some() && initializer_accepted(&repo)? {
+        return Err(bad_input(format!(
+            "{} already holds a longrun project whose initializer was accepted; \
+             run `longrun continue --dir {}` instead",
+            dir.display(),
+            dir.display()
+        )));
     }
     repo::ensure_excluded(&repo, "/.longrun/")?;
     // A second init racing this one, or a continue already running, holds the lock.
@@ -173,9 +180,19 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
 
     // Settings: a prepared longrun.toml wins; otherwise the default, with the model if given.
     let toml_path = dir.join(config::FILE_NAME);
-    let prepared = toml_path.exists();
+    let on_disk = std::fs::read_to_string(&toml_path).ok();
+    let redo = committed.is_some();
+    // Redoing: a longrun.toml edited since (or the committed one, when no flag
+    // corrects it) is kept; flags render it again from them and what was committed.
+    let prepared = match (&committed, &on_disk) {
+        (Some(c), Some(d)) => d != c || no_flags(&args),
+        (None, Some(_)) => true,
+        (_, None) => false,
+    };
     let config = if prepared {
         Config::load(&dir)?
+    } else if let Some(text) = &committed {
+        Config::parse(text, &toml_path)?
     } else {
         Config::default()
     };
@@ -187,10 +204,13 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     };
     let models = Models::open(&choice, &config, &dir, false)?;
     if !prepared {
+        let base_url = args.base_url.clone().or(config.model.base_url.clone());
+        let kept_profile =
+            (config.sandbox.profile != "default").then(|| config.sandbox.profile.clone());
         let mut text = Config::render_initial(
             Some((model.kind.prefix(), &model.name)),
-            args.base_url.as_deref(),
-            profile.as_deref(),
+            base_url.as_deref(),
+            profile.as_deref().or(kept_profile.as_deref()),
         );
         if let Some(file) = &profile_file {
             text = protect(&text, file);
@@ -203,7 +223,11 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     if let Some(file) = &profile_file {
         paths.push(file);
     }
-    let mut message = "longrun: add the spec and settings".to_string();
+    let mut message = if redo {
+        "longrun: the spec and settings again (the initializer was never accepted)".to_string()
+    } else {
+        "longrun: add the spec and settings".to_string()
+    };
     if let (Some(imported), Some(path)) = (&imported, &args.features) {
         std::fs::write(dir.join(features::FILE_NAME), &imported.text)?;
         paths.push(features::FILE_NAME);
@@ -214,6 +238,10 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         );
     }
     repo::commit_paths(&repo, &paths, &message)?;
+    if redo {
+        // The work tree follows main: it held what the commit now holds.
+        repo::resync_worktree(&repo)?;
+    }
 
     let mut project = Project::open(&dir)?;
     if let Some(profile) = &args.profile {
@@ -222,11 +250,22 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     let _lock = early_lock;
     let reporter = Reporter::new(Mode::pick(args.quiet, args.json))
         .with_check_rounds(project.config.harness.check_rounds);
+    if redo {
+        reporter.line(
+            "the earlier initializer was never accepted: running it again with these settings",
+        );
+    }
     if let (Some(imported), Some(path)) = (&imported, &args.features) {
         reporter.line(&describe_import(imported, path));
     }
     let interrupt = Interrupt::install()?;
-    let outcome = run_initializer(&project, &models, &reporter, &interrupt).await?;
+    super::recover::recover_all(&project, &reporter)?;
+    let outcome =
+        super::run::initialize(&project, &models, &reporter, &interrupt, args.max_wait).await?;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(ended) => return Ok(ended),
+    };
     if interrupt.is_set() {
         return Ok(Outcome::Interrupted);
     }
@@ -239,7 +278,9 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
             eprintln!("  - {}", crate::sanitize::line(r));
         }
         eprintln!(
-            "Run `longrun continue --dir {}` to try the initializer again.",
+            "Run `longrun init SPEC --dir {}` again (with corrected flags), or \
+             `longrun continue --dir {}`, to try the initializer again.",
+            dir.display(),
             dir.display()
         );
         return Ok(Outcome::RunFailed);
@@ -252,6 +293,40 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         dir.display()
     ));
     Ok(Outcome::Done)
+}
+
+fn no_flags(args: &InitArgs) -> bool {
+    args.model.is_none()
+        && args.model_for.is_empty()
+        && args.base_url.is_none()
+        && args.profile.is_none()
+}
+
+/// longrun.toml on main, when a project was started here.
+fn committed_settings(repo: &git2::Repository) -> anyhow::Result<Option<String>> {
+    match repo::main_head(repo)? {
+        Some(head) => repo::read_file_at(repo, head, config::FILE_NAME),
+        None => Ok(None),
+    }
+}
+
+fn initializer_accepted(repo: &git2::Repository) -> anyhow::Result<bool> {
+    Ok(super::History::from_log(&repo::first_parent_log(repo)?).initialized())
+}
+
+/// The profile the initializer will run under, resolved without writing
+/// anything: `--profile`, else a prepared or committed longrun.toml's, else default.
+fn profile_for_preflight(args: &InitArgs) -> anyhow::Result<crate::sandbox::Profile> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    if let Some(p) = &args.profile {
+        return crate::sandbox::Profile::resolve(p, &cwd);
+    }
+    let toml_path = args.dir.join(config::FILE_NAME);
+    let name = match std::fs::read_to_string(&toml_path) {
+        Ok(text) => Config::parse(&text, &toml_path)?.sandbox.profile,
+        Err(_) => "default".to_string(),
+    };
+    crate::sandbox::Profile::resolve(&name, &args.dir)
 }
 
 #[cfg(test)]

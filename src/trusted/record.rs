@@ -28,6 +28,8 @@ pub struct Record<'a> {
     pub network: &'a [String],
     /// The reviewer's answer, when `[review]` is on.
     pub review: Option<&'a str>,
+    /// Who failed, when the verdict is not `accepted`.
+    pub fault: Option<crate::schema::Fault>,
 }
 
 pub fn work_ref(number: u32) -> String {
@@ -69,6 +71,9 @@ pub fn message(r: &Record) -> String {
         t.push((trailer::FEATURE, one_line(f)));
     }
     t.push((trailer::VERDICT, r.verdict.to_string()));
+    if let Some(fault) = r.fault.filter(|_| r.verdict != Verdict::Accepted) {
+        t.push((trailer::FAULT, fault.to_string()));
+    }
     for reason in r.reasons {
         t.push((trailer::REASON, one_line(reason)));
     }
@@ -116,6 +121,8 @@ pub fn record(
                 let reasons = vec![format!("could not merge into main: {e:#}")];
                 let rejected = Record {
                     verdict: Verdict::Rejected,
+                    // The merge failing is the orchestrator's trouble, not the work's.
+                    fault: Some(crate::schema::Fault::Run),
                     reasons: &reasons,
                     ..*r
                 };
@@ -153,6 +160,7 @@ mod tests {
             loops: &[],
             network: &[],
             review: None,
+            fault: Some(crate::schema::Fault::Work),
         };
         let msg = message(&r);
         assert!(!msg.chars().any(|c| c.is_control() && c != '\n'), "{msg:?}");

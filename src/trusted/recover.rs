@@ -82,6 +82,8 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
         work_kept: kept,
         loops: &[],
         review: None,
+        // The orchestrator stopped: not the work's doing.
+        fault: Some(crate::schema::Fault::Run),
     };
     let main = crate::trusted::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
     let (verdict, reasons, commit) = record::record(project, &rec, main)?;

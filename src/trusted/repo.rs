@@ -375,3 +375,12 @@ pub fn workdir(repo: &Repository) -> anyhow::Result<PathBuf> {
         .map(Path::to_path_buf)
         .context("the project repository has no work tree")
 }
+
+/// Stash the work tree's changes to tracked files (`git stash push`), as the
+/// user would, so that `git stash pop` brings them back.
+pub fn stash(dir: &Path, message: &str) -> anyhow::Result<Oid> {
+    let mut repo = Repository::open(dir)?;
+    let sig = signature()?;
+    repo.stash_save(&sig, message, Some(git2::StashFlags::DEFAULT))
+        .context("failed to stash the uncommitted changes")
+}

@@ -64,6 +64,8 @@ struct Tally {
     accepted: u32,
     usage: Usage,
     cost_usd: f64,
+    /// What the sandbox did not enforce, as last said.
+    not_enforced: Vec<String>,
 }
 
 pub struct Reporter {
@@ -295,15 +297,48 @@ impl Reporter {
             },
             // Measurements for the transcript and benchmarks, not progress.
             SessionEvent::WorkerStats { .. } => return,
-            SessionEvent::Sandbox { enforcement } => match enforcement.warnings.as_slice() {
-                [] => return,
-                warnings => RunEvent::Notice {
+            // Said once per run (the trailers record it for every session),
+            // and again only if another session's sandbox lacks something else.
+            SessionEvent::Sandbox { enforcement } => {
+                let mut t = self.tally();
+                if enforcement.warnings.is_empty() || t.not_enforced == enforcement.warnings {
+                    return;
+                }
+                t.not_enforced = enforcement.warnings.clone();
+                RunEvent::Notice {
                     session: number,
-                    text: format!("sandbox: not enforced: {}", warnings.join("; ")),
-                },
-            },
+                    text: format!(
+                        "sandbox: on this machine, not enforced (recorded in each session's \
+                         Longrun-Sandbox trailers): {}",
+                        enforcement.warnings.join("; ")
+                    ),
+                }
+            }
         };
         self.emit(&run_event);
+    }
+
+    /// The run pauses: `reason`, asking again in `retry_in`.
+    pub fn paused(
+        &self,
+        reason: &str,
+        retry_in: std::time::Duration,
+        waited: std::time::Duration,
+        max_wait: std::time::Duration,
+    ) {
+        self.emit(&RunEvent::Paused {
+            reason: reason.to_string(),
+            retry_in_s: retry_in.as_secs_f64(),
+            waited_s: waited.as_secs(),
+            max_wait_s: max_wait.as_secs(),
+        });
+    }
+
+    /// The provider answered after `paused`.
+    pub fn resumed(&self, paused: std::time::Duration) {
+        self.emit(&RunEvent::Resumed {
+            paused_s: paused.as_secs_f64(),
+        });
     }
 
     /// A check the orchestrator ran while verifying session `number`.

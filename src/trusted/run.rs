@@ -6,15 +6,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::fault::Pause;
 pub use super::models::{ModelChoice, Models};
 use super::notify::{self, Notifier};
+use super::pause::{wait_out, Backoff, Resume};
 use super::serve::CostLimit;
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
 use super::{lock, recover, History, Mode, Project, Reporter, Verdict};
 use crate::error::Outcome;
 use crate::features::Feature;
-use crate::schema::Role;
+use crate::schema::{Fault, Role};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 pub struct ContinueArgs {
@@ -41,6 +43,10 @@ pub struct ContinueArgs {
     pub notify: Option<String>,
     /// `--model-for ROLE=MODEL`.
     pub model_for: Vec<String>,
+    /// How long a paused run waits for the provider before it gives up.
+    pub max_wait: Duration,
+    /// Stash uncommitted changes to tracked files instead of refusing them.
+    pub stash: bool,
 }
 
 impl ContinueArgs {
@@ -60,6 +66,8 @@ impl ContinueArgs {
             parallel: 1,
             notify: None,
             model_for: Vec::new(),
+            max_wait: super::pause::DEFAULT_MAX_WAIT,
+            stash: false,
         }
     }
 }
@@ -118,6 +126,9 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
     let reporter = Reporter::new(Mode::pick(args.quiet, args.json))
         .planning(args.asked_sessions())
         .with_check_rounds(project.config.harness.check_rounds);
+    // A work-tree update a crash cut short is finished before the tree is judged.
+    super::repo::resync_worktree(&project.repo)?;
+    super::worktree::check(&project, args.stash, &reporter)?;
     let interrupt = Interrupt::install()?;
     recover::recover_all(&project, &reporter)?;
     // A stop asked for before this run started is not for this run.
@@ -158,9 +169,15 @@ struct Tally {
     ran: u32,
     /// `--max-cost` and what the run's sessions have spent against it.
     cost_limit: Option<Arc<CostLimit>>,
-    /// Reasons of the sessions in the current streak without acceptance.
+    /// Reasons of the sessions in the current streak that failed by their work.
     streak: Vec<String>,
+    /// Reasons of the sessions in a row that failed by the run (not pausing it).
+    run_streak: Vec<String>,
 }
+
+/// Sessions in a row that fail by the run, not their work, before the run
+/// stops: a harness or machine fault that no feature can be blamed for.
+const MAX_RUN_FAULTS: usize = 3;
 
 /// The loop shared by `continue` and the demo.
 pub async fn run_sessions(
@@ -172,8 +189,12 @@ pub async fn run_sessions(
     notifier: Option<&Notifier>,
 ) -> anyhow::Result<Outcome> {
     if !project.history()?.initialized() {
+        crate::sandbox::preflight(&project.profile)?;
         reporter.line("no initializer session was accepted yet: running the initializer first");
-        let outcome = run_initializer(project, models, reporter, interrupt).await?;
+        let outcome = match initialize(project, models, reporter, interrupt, args.max_wait).await? {
+            Ok(outcome) => outcome,
+            Err(ended) => return Ok(ended),
+        };
         if let Some(done) = stop_after(&outcome, interrupt) {
             return Ok(done);
         }
@@ -189,7 +210,12 @@ pub async fn run_sessions(
         ran: 0,
         cost_limit: args.max_cost.map(|max| Arc::new(CostLimit::new(max))),
         streak: Vec::new(),
+        run_streak: Vec::new(),
     };
+    let backoff = Backoff::from_settings(&project.config.model);
+    // Set when a session found the provider unavailable: no session starts,
+    // and once those running have ended, the run waits for the provider.
+    let mut pause: Option<Pause> = None;
     let parallel = args.parallel.max(1) as usize;
     let merges = MergeQueue::new(());
     let mut running = FuturesUnordered::new();
@@ -197,7 +223,7 @@ pub async fn run_sessions(
     let mut ending: Option<Outcome> = None;
     loop {
         // Start sessions on different features until N run at once.
-        while ending.is_none() && running.len() < parallel {
+        while ending.is_none() && pause.is_none() && running.len() < parallel {
             let history = project.history()?;
             let Some(feature) = next_feature_besides(project, &history, &in_flight)? else {
                 break;
@@ -227,6 +253,21 @@ pub async fn run_sessions(
             ));
         }
         let Some(result) = running.next().await else {
+            if let (None, Some(p)) = (ending, pause.take()) {
+                let resume = wait_out(
+                    &models.worker,
+                    &p,
+                    backoff,
+                    args.max_wait,
+                    reporter,
+                    interrupt,
+                )
+                .await;
+                match after_wait(resume, args.max_wait, reporter) {
+                    None => continue,
+                    Some(done) => return Ok(done),
+                }
+            }
             return match ending {
                 Some(outcome) => Ok(outcome),
                 None => finished(project, &*project.history()?, reporter),
@@ -239,21 +280,44 @@ pub async fn run_sessions(
             ending.get_or_insert(done);
             continue;
         }
-        if outcome.verdict == Verdict::Accepted {
-            tally.streak.clear();
-        } else {
-            let why = outcome.reasons.first().cloned().unwrap_or_default();
-            tally.streak.push(format!(
-                "session {} {}: {why}",
-                outcome.number, outcome.verdict
-            ));
-            if let Some(n) = notifier {
-                tell_about_failure(project, n, &outcome, &tally.streak, reporter)?;
+        let why = format!(
+            "session {} {}: {}",
+            outcome.number,
+            outcome.verdict,
+            outcome.reasons.first().cloned().unwrap_or_default()
+        );
+        match (outcome.fault, &outcome.pause) {
+            (None, _) => {
+                tally.streak.clear();
+                tally.run_streak.clear();
             }
+            (Some(Fault::Work), _) => {
+                tally.streak.push(why);
+                tally.run_streak.clear();
+                if let Some(n) = notifier {
+                    tell_about_failure(project, n, &outcome, &tally.streak, reporter)?;
+                }
+            }
+            (Some(Fault::Run), Some(p)) => {
+                // Not one of the sessions asked for: the same work is tried again.
+                tally.ran = tally.ran.saturating_sub(1);
+                pause.get_or_insert_with(|| p.clone());
+            }
+            (Some(Fault::Run), None) => tally.run_streak.push(why),
+        }
+        if ending.is_none() && tally.run_streak.len() >= MAX_RUN_FAULTS {
+            reporter.line(&format!(
+                "stopping: {MAX_RUN_FAULTS} sessions in a row failed by the run, not by their work \
+                 (no feature is held responsible):"
+            ));
+            for line in &tally.run_streak {
+                reporter.line(&format!("  {line}"));
+            }
+            ending = Some(Outcome::RunFailed);
         }
         if ending.is_none() && max_failures > 0 && tally.streak.len() as u32 >= max_failures {
             reporter.line(&format!(
-                "stopping: {max_failures} sessions in a row ended without acceptance:"
+                "stopping: {max_failures} sessions in a row ended without acceptance by their work:"
             ));
             for line in &tally.streak {
                 reporter.line(&format!("  {line}"));
@@ -335,6 +399,56 @@ fn limit_reached(
         }
     }
     Ok(None)
+}
+
+/// Run the initializer session, again after each pause for the provider.
+/// Err: how the run ended while paused.
+pub async fn initialize(
+    project: &Project,
+    models: &Models,
+    reporter: &Reporter,
+    interrupt: &Interrupt,
+    max_wait: Duration,
+) -> anyhow::Result<Result<SessionOutcome, Outcome>> {
+    let backoff = Backoff::from_settings(&project.config.model);
+    loop {
+        let outcome = run_initializer(project, models, reporter, interrupt).await?;
+        let Some(p) = outcome.pause.clone().filter(|_| !interrupt.is_set()) else {
+            return Ok(Ok(outcome));
+        };
+        let resume = wait_out(
+            &models.initializer,
+            &p,
+            backoff,
+            max_wait,
+            reporter,
+            interrupt,
+        )
+        .await;
+        if let Some(done) = after_wait(resume, max_wait, reporter) {
+            return Ok(Err(done));
+        }
+    }
+}
+
+/// How the run goes on after a pause: None when the provider answered.
+fn after_wait(resume: Resume, max_wait: Duration, reporter: &Reporter) -> Option<Outcome> {
+    match resume {
+        Resume::Resumed => None,
+        Resume::Interrupted => Some(Outcome::Interrupted),
+        Resume::GaveUp { reason } => {
+            reporter.line(&format!(
+                "stopping: the provider did not answer within --max-wait ({} s): {reason}; \
+                 no feature is stuck for it, `longrun continue` goes on later",
+                max_wait.as_secs()
+            ));
+            Some(Outcome::ProviderUnavailable)
+        }
+        Resume::Fatal(message) => {
+            eprintln!("error: the run stopped: the provider refused the credentials: {message}");
+            Some(Outcome::RunFailed)
+        }
+    }
 }
 
 /// Run the initializer session.

@@ -82,6 +82,8 @@ pub struct WorkerRun {
     pub violations: u32,
     /// The hosts the worker's sandbox asked the registries proxy for.
     pub network: Vec<super::proxy::Contact>,
+    /// The last model error the worker was answered with (who failed: fault.rs).
+    pub model_error: Option<ModelError>,
 }
 
 /// What the worker needs to start.
@@ -182,6 +184,7 @@ pub async fn serve(
         over_budget: None,
         violations: 0,
         network: Vec::new(),
+        model_error: None,
     };
     let mut first = true;
     loop {
@@ -487,6 +490,7 @@ fn answer(
             if e.is_fatal() {
                 run.fatal = Some(e.to_string());
             }
+            run.model_error = Some(e.clone());
             Ok(OrchestratorMessage::ModelError {
                 fatal: e.is_fatal(),
                 message: e.to_string(),

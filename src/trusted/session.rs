@@ -50,6 +50,10 @@ pub struct SessionOutcome {
     pub reasons: Vec<String>,
     /// Set when the model failed in a way no later session can survive.
     pub fatal: Option<String>,
+    /// Who failed, when it was not accepted.
+    pub fault: Option<crate::schema::Fault>,
+    /// Set when the provider stayed unavailable: the run pauses.
+    pub pause: Option<super::fault::Pause>,
 }
 
 pub fn session_dir(project: &Project, number: u32) -> PathBuf {
@@ -181,6 +185,8 @@ pub async fn run_session(
     }
     phases.mark("verify");
     let mut verdict = decide(&run, project.config.budget.wall_time_secs, &mut reasons);
+    // What the session's output broke is the work's doing.
+    let output_failed = !failures.is_empty() && verdict != Verdict::Interrupted;
     if !failures.is_empty() {
         if verdict == Verdict::Interrupted {
             reasons.extend(failures);
@@ -189,6 +195,11 @@ pub async fn run_session(
             reasons.splice(0..0, failures);
         }
     }
+    let fault = if output_failed {
+        Some(crate::schema::Fault::Work)
+    } else {
+        super::fault::of(verdict, &run)
+    };
     let sandbox_layers = match &run.sandbox {
         Some(enforcement) => enforcement.trailer_lines(),
         None => vec![format!(
@@ -216,6 +227,7 @@ pub async fn run_session(
             &dir.join("transcript.jsonl"),
         )),
         review: review.as_deref(),
+        fault,
     };
     let head = imported.as_ref().map(|w| w.head).unwrap_or(base);
     reporter.phase(plan.number, "recording");
@@ -235,6 +247,12 @@ pub async fn run_session(
         feature: feature_id.clone(),
         verdict,
         reasons,
+        fault: if verdict == Verdict::Accepted {
+            None
+        } else {
+            fault
+        },
+        pause: super::fault::pause(&run),
         fatal: run.fatal,
     })
 }

@@ -67,7 +67,8 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
             "running_pid": running.as_ref().map(|h| h.pid),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": history.cost(),
             "disk": {"longrun_bytes": disk.longrun, "git_bytes": disk.git},
-            "sandbox": {"profile": project.profile.name, "network": project.profile.network.as_str()},
+            "sandbox": {"profile": project.profile.name, "network": project.profile.network.as_str(),
+                        "not_enforced": history.not_enforced()},
             "models": super::models::describe_config(&project.config, &project.dir),
         });
         return Ok(serde_json::to_string_pretty(&value)? + "\n");
@@ -158,6 +159,11 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         bytes(disk.git)
     ));
     out.push_str(&sandbox_line(&project.profile));
+    for what in history.not_enforced() {
+        out.push_str(&format!(
+            "  not enforced on this machine (latest session): {what}\n"
+        ));
+    }
     Ok(out)
 }
 

@@ -83,6 +83,21 @@ pub enum RunEvent {
     Message {
         text: String,
     },
+    /// The provider stayed unavailable: no session starts until it answers.
+    /// Sent when the pause starts, then at most every ten minutes.
+    Paused {
+        reason: String,
+        /// Seconds until the provider is asked again.
+        retry_in_s: f64,
+        /// Seconds paused so far, and the most the run waits (`--max-wait`).
+        waited_s: u64,
+        max_wait_s: u64,
+    },
+    /// The provider answered again; the run goes on.
+    Resumed {
+        /// Seconds the run was paused.
+        paused_s: f64,
+    },
     RunFinished {
         outcome: String,
         exit_code: u8,
@@ -119,9 +134,12 @@ impl RunEvent {
                 *role = line(role);
                 *feature = opt(feature);
             }
-            RunEvent::InitScript { .. } | RunEvent::Compacted { .. } => {}
+            RunEvent::InitScript { .. } | RunEvent::Compacted { .. } | RunEvent::Resumed { .. } => {
+            }
             RunEvent::Phase { phase, .. } => *phase = line(phase),
             RunEvent::Retry { reason, .. } => *reason = line(reason),
+            // The provider's words.
+            RunEvent::Paused { reason, .. } => *reason = line(reason),
             RunEvent::ToolCall { name, summary, .. } => {
                 *name = line(name);
                 *summary = line(summary);
@@ -164,7 +182,10 @@ impl RunEvent {
             | RunEvent::Verdict { session, .. }
             | RunEvent::Phase { session, .. }
             | RunEvent::Retry { session, .. } => Some(*session),
-            RunEvent::Message { .. } | RunEvent::RunFinished { .. } => None,
+            RunEvent::Message { .. }
+            | RunEvent::RunFinished { .. }
+            | RunEvent::Paused { .. }
+            | RunEvent::Resumed { .. } => None,
         }
     }
 
@@ -274,6 +295,22 @@ impl RunEvent {
                 *wait_ms as f64 / 1000.0
             )],
             RunEvent::Message { text } => vec![text.clone()],
+            RunEvent::Paused {
+                reason,
+                retry_in_s,
+                waited_s,
+                max_wait_s,
+            } => vec![format!(
+                "paused: {reason}; no session starts until the provider answers. \
+                 Asking again in {}, paused {} of at most {} (--max-wait); Ctrl-C stops",
+                duration(retry_in_s.ceil() as u64),
+                duration(*waited_s),
+                duration(*max_wait_s)
+            )],
+            RunEvent::Resumed { paused_s } => vec![format!(
+                "resumed: the provider answered after {} paused",
+                duration(paused_s.round() as u64)
+            )],
             RunEvent::RunFinished { .. } => vec![self.summary()],
         }
     }

@@ -200,7 +200,9 @@ fn permanent_lines(event: &RunEvent) -> Vec<String> {
         | RunEvent::Notice { .. }
         | RunEvent::LoopDetected { .. }
         | RunEvent::Compacted { .. }
-        | RunEvent::Retry { .. } => event.plain_lines(),
+        | RunEvent::Retry { .. }
+        | RunEvent::Paused { .. }
+        | RunEvent::Resumed { .. } => event.plain_lines(),
         RunEvent::Phase { phase, .. }
             if phase.starts_with("checking round") && !phase.starts_with("checking round 1") =>
         {

@@ -74,7 +74,13 @@ pub struct MockServer {
 impl MockServer {
     /// Serve `script` in order; past its end, every answer is a plain "done" text.
     pub fn start(wire: Wire, script: Vec<Reply>) -> MockServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        MockServer::start_on(0, wire, script)
+    }
+
+    /// The same on a given port (0: any), for a provider that comes back
+    /// where it was: see [`closed_port`].
+    pub fn start_on(port: u16, wire: Wire, script: Vec<Reply>) -> MockServer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
@@ -103,6 +109,12 @@ impl MockServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
     }
+}
+
+/// A loopback port nothing listens on (until a test starts a server there).
+pub fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().unwrap().port()
 }
 
 fn handle(mut conn: TcpStream, wire: Wire, state: &Mutex<State>) {

@@ -528,8 +528,21 @@ fn a_server_that_is_not_there_is_tried_max_tries_times() {
         ),
     )
     .unwrap();
-    let out = init(&env);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let spec = env.write("spec.md", "# Spec\nA tiny thing.\n");
+    let out = run(
+        &env,
+        &[
+            "init",
+            spec.to_str().unwrap(),
+            "--dir",
+            &env.dir_arg(),
+            "--max-wait",
+            "0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", text(&out));
+    assert!(stdout(&out).contains("--max-wait"), "{}", text(&out));
+    assert_eq!(trailer(&env, "Longrun-Fault"), ["run"]);
     let retries = entries(&env, 1, "retry");
     assert_eq!(retries.len(), 1);
     assert!(
@@ -632,8 +645,19 @@ fn retries_end_after_max_tries_with_each_one_recorded() {
     let env = Env::new();
     let server = MockServer::start(Wire::Openai, vec![fault(), fault(), fault(), fault()]);
     prepare(&env, &server, "openai:gpt-4o", "max_tries = 3");
-    let out = init(&env);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let spec = env.write("spec.md", "# Spec\nA tiny thing.\n");
+    let out = run(
+        &env,
+        &[
+            "init",
+            spec.to_str().unwrap(),
+            "--dir",
+            &env.dir_arg(),
+            "--max-wait",
+            "0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", text(&out));
     assert_eq!(server.requests().len(), 3);
     let attempts: Vec<u64> = entries(&env, 1, "retry")
         .iter()

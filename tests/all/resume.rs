@@ -685,7 +685,7 @@ fn a_parallel_merge_conflict_rejects_one_session_and_requeues_its_feature() {
 }
 
 #[test]
-fn a_provider_down_for_whole_sessions_fails_them_and_stops_the_run() {
+fn a_provider_down_pauses_the_run_without_blaming_the_feature_and_gives_up_after_max_wait() {
     let env = project(json!({}), "max_tries = 1\nretry_base_secs = 0.01\n");
     // A port that was just free: nothing listens there, on loopback.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -703,6 +703,8 @@ fn a_provider_down_for_whole_sessions_fails_them_and_stops_the_run() {
             "5",
             "--max-consecutive-failures",
             "2",
+            "--max-wait",
+            "1",
         ])
         .args([
             "--model",
@@ -713,19 +715,35 @@ fn a_provider_down_for_whole_sessions_fails_them_and_stops_the_run() {
         .env("LONGRUN_API_KEY", "sk-test-fake-key")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(75), "{}", text(&out));
     let log = env.log_json();
-    assert_eq!(log.len(), 3, "init and two failed sessions: {log:#?}");
-    for s in &log[1..] {
-        assert_eq!(s["verdict"], "failed", "{s:#}");
-        assert!(s["reasons"].to_string().contains("model"), "{s:#}");
-    }
-    assert!(
-        stdout(&out).contains("2 sessions in a row ended without acceptance"),
-        "{}",
-        text(&out)
+    assert_eq!(
+        log.len(),
+        2,
+        "init and the one session that met the outage: {log:#?}"
     );
+    assert_eq!(log[1]["verdict"], "failed", "{:#}", log[1]);
+    assert_eq!(log[1]["fault"], "run", "{:#}", log[1]);
+    assert!(
+        log[1]["reasons"].to_string().contains("model"),
+        "{:#}",
+        log[1]
+    );
+    let printed = stdout(&out);
+    assert!(printed.contains("paused: "), "{printed}");
+    assert!(
+        printed.contains("did not answer within --max-wait"),
+        "{printed}"
+    );
+    assert!(!printed.contains("in a row"), "{printed}");
     assert_eq!(env.on_main("features.json").unwrap(), three());
+    let status: Value = serde_json::from_slice(
+        &env.run(&["status", "--json", "--dir", &env.dir_arg()])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(status["features"][0]["failed_attempts"], 0);
+    assert_eq!(status["next_feature"], "a");
 }
 
 /// A small tmpfs mounted over a directory for the life of the value.
