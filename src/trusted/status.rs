@@ -50,7 +50,7 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
                 let s = history.stats(&f.id);
                 json!({
                     "id": f.id, "description": f.description, "passes": f.passes,
-                    "attempts": s.attempts, "failed_attempts": s.failed_attempts,
+                    "attempts": s.attempts, "failed_attempts": s.failed_attempts, "run_faults": s.run_faults,
                     "stuck": !f.passes && history.is_stuck(&f.id, max),
                     "in_progress": busy.contains(&f.id),
                     "last_verdict": s.last_verdict, "last_reasons": s.last_reasons,

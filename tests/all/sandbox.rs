@@ -700,10 +700,10 @@ const BEST_EFFORT: &str =
     [limits]\nprocesses = 256\nmemory_mb = 2048\nfile_size_mb = 64\nopen_files = 256\n";
 
 #[test]
-fn a_kernel_without_everything_is_refused_unless_the_profile_is_best_effort() {
+fn a_kernel_without_everything_is_refused_only_by_a_required_profile() {
     let place = Place::new(User::Me);
     let o = place
-        .command(User::Me, &[], "echo ran")
+        .command(User::Me, &["--profile", "strict"], "echo ran")
         .env("LONGRUN_LANDLOCK_ABI", "3")
         .output()
         .unwrap();
@@ -719,6 +719,16 @@ fn a_kernel_without_everything_is_refused_unless_the_profile_is_best_effort() {
         "{said}"
     );
     assert!(said.contains("best-effort"), "the fix is named: {said}");
+
+    // The default profile is best-effort: it runs and says what it lacks.
+    let o = place
+        .command(User::Me, &[], "echo ran")
+        .env("LONGRUN_LANDLOCK_ABI", "3")
+        .output()
+        .unwrap();
+    let said = out(&o);
+    assert!(said.contains("ran"), "{said}");
+    assert!(said.contains("not enforced: landlock TCP bind"), "{said}");
 
     let profile = place.profile("be.toml", BEST_EFFORT);
     let real = place.home().display().to_string();
@@ -922,7 +932,7 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
 }
 
 #[test]
-fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded() {
+fn a_required_profile_is_refused_on_a_weaker_kernel_and_best_effort_is_recorded() {
     let features = common::features(&[("F001", false, "true")]);
     let init = |env: &Env| {
         let model = env.model(serde_json::json!({ "1": common::initializer(&features) }));
@@ -931,16 +941,22 @@ fn sessions_are_refused_on_a_weaker_kernel_unless_best_effort_which_is_recorded(
             .output()
             .unwrap()
     };
-    // The default profile requires everything: the worker refuses to start.
+    // The strict profile requires everything: refused before anything is written.
     let env = Env::new();
-    let o = init(&env);
-    assert!(!o.status.success(), "{}", text(&o));
-    let message = env.git(&["log", "-1", "--format=%B", "main"]);
-    assert!(message.contains("Longrun-Verdict: failed"), "{message}");
+    let model = env.model(serde_json::json!({ "1": common::initializer(&features) }));
+    let o = env
+        .init_command("# spec\n", &model)
+        .args(["--profile", "strict"])
+        .env("LONGRUN_LANDLOCK_ABI", "3")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        message.contains("TCP bind and connect rules (ABI 4)"),
-        "{message}"
+        stderr(&o).contains("TCP bind and connect rules (ABI 4)"),
+        "{}",
+        text(&o)
     );
+    assert!(!env.project().exists(), "nothing may be written");
 
     // A best-effort profile runs, and the trailers say what was not enforced.
     let env = Env::new();
