@@ -380,7 +380,7 @@ pub enum Command {
     },
     #[command(about = SANDBOX_ABOUT, long_about = SANDBOX_LONG_ABOUT)]
     Sandbox(SandboxCmd),
-    /// What confinement this machine enforces; exits 0 when the default profile can be fully enforced.
+    /// What confinement this machine enforces; exits 0 when sessions can run under the default profile.
     Doctor,
     /// Print the permission verdict on a bash command and the rule that decided it; exits 0 allow, 1 ask, 2 deny.
     #[command(name = "check-command")]

@@ -7,15 +7,25 @@ use std::process::ExitCode;
 
 use super::{bundled_names, cgroup, landlock, Network, Profile, SandboxSpec};
 
-/// Print the report; exit 0 when the default profile can be fully enforced.
+/// Print the report; exit 0 when sessions can run under the default profile.
 pub fn doctor() -> ExitCode {
     for line in machine_report() {
         println!("{line}");
     }
     let mut default_ok = false;
     for name in bundled_names() {
-        let verdict = match Profile::bundled(name).and_then(|p| probe(&p)) {
-            Ok(()) => "can be enforced as written".to_string(),
+        let verdict = match Profile::bundled(name).and_then(|p| probe(&p).map(|()| p)) {
+            Ok(p) => {
+                let missing = landlock::missing_features(landlock::usable_abi(), p.network);
+                if missing.is_empty() {
+                    "can be enforced as written".to_string()
+                } else {
+                    format!(
+                        "can be run, with what this kernel enforces; not enforced: {}",
+                        missing.join("; ")
+                    )
+                }
+            }
             Err(e) => format!("cannot be enforced: {}", one_line(&format!("{e:#}"))),
         };
         default_ok |= name == "default" && verdict.starts_with("can be");
