@@ -141,8 +141,11 @@ fn a_project_profile_is_protected_and_read_as_it_is_on_main() {
     );
     assert_eq!(env.on_main("profile.toml").as_deref(), Some(PROFILE));
 
-    // Whatever the work tree holds, the profile is main's.
+    // Whatever the work tree holds, the profile is main's. (Uncommitted, the
+    // edit would stop `continue`: here it is committed on a branch of the user's.)
+    env.git(&["checkout", "-q", "-b", "mine"]);
     std::fs::write(env.project().join("profile.toml"), LOOSE).unwrap();
+    env.git(&["commit", "-qam", "a looser profile on my branch"]);
     let o = who.continue_run(&model, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let message = who.last_message();
