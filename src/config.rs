@@ -275,9 +275,15 @@ pub struct RunSection {
     /// Failed attempts after which a feature is stuck and skipped.
     #[serde(default = "default_max_attempts")]
     pub max_attempts: u32,
-    /// Paths a worker session may not change.
+    /// Glob patterns of paths a worker session may not add, change, delete
+    /// or rename (case-insensitive; a plain name also covers what is below it).
     #[serde(default = "default_protected")]
     pub protected: Vec<String>,
+    /// Glob patterns of the acceptance tests, as `protected`: read-only in a
+    /// worker's sandbox, and verification runs them as they are on main.
+    /// Written by longrun when the initializer is accepted.
+    #[serde(default)]
+    pub frozen: Vec<String>,
     /// Seconds a session gets to commit what works after the first Ctrl-C or SIGTERM.
     #[serde(default = "default_grace")]
     pub grace_secs: u64,
@@ -307,7 +313,7 @@ fn default_max_attempts() -> u32 {
     3
 }
 fn default_protected() -> Vec<String> {
-    vec!["SPEC.md".into(), FILE_NAME.into()]
+    vec!["SPEC.md".into(), FILE_NAME.into(), "init.sh".into()]
 }
 
 impl Default for RunSection {
@@ -315,6 +321,7 @@ impl Default for RunSection {
         RunSection {
             max_attempts: default_max_attempts(),
             protected: default_protected(),
+            frozen: Vec::new(),
             grace_secs: default_grace(),
             regressions_every: default_regressions_every(),
             max_consecutive_failures: default_max_failures(),
@@ -401,6 +408,17 @@ impl Config {
                     known.join(", ")
                 )));
             }
+        }
+        for (field, patterns) in [
+            ("protected", &config.run.protected),
+            ("frozen", &config.run.frozen),
+        ] {
+            crate::rules::PathSet::new(patterns).map_err(|e| {
+                bad_input(format!(
+                    "{}: [run] {field}: {e}; fix the pattern (`tests/**`, `docs/*.md`)",
+                    origin.display()
+                ))
+            })?;
         }
         Ok(config)
     }

@@ -97,7 +97,20 @@ impl FeatureList {
     /// the shape, and every feature starting false. With one (`init
     /// --features`), the initializer adds checks and nothing else: the same
     /// features in the same order, each field but `check` as imported.
+    /// And, whichever way the list came, every feature has a check.
     pub fn initial_problems(&self, imported: Option<&FeatureList>) -> Vec<String> {
+        let mut problems = self.list_problems(imported);
+        for f in self.features.iter().filter(|f| f.check.is_none()) {
+            problems.push(format!(
+                "{FILE_NAME}: feature `{}` has no check; every feature needs a `check` \
+                 command that fails until the feature works",
+                printable(&f.id)
+            ));
+        }
+        problems
+    }
+
+    fn list_problems(&self, imported: Option<&FeatureList>) -> Vec<String> {
         let mut problems = self.shape_problems();
         let Some(imported) = imported else {
             for f in self.features.iter().filter(|f| f.passes) {
@@ -404,7 +417,8 @@ mod tests {
     fn initial_lists_must_be_nonempty_safe_and_false() {
         let list = FeatureList::parse(r#"{"features": []}"#).map_err(|e| e.to_string());
         assert_eq!(list.map(|l| l.initial_problems(None).len()).ok(), Some(1));
-        let bad = r#"{"features": [{"id": "a b", "passes": false}, {"id": "c", "passes": true}]}"#;
+        let bad = r#"{"features": [{"id": "a b", "check": "t", "passes": false},
+            {"id": "c", "check": "t", "passes": true}]}"#;
         let problems = FeatureList::parse(bad)
             .map(|l| l.initial_problems(None))
             .unwrap_or_default();
@@ -414,6 +428,16 @@ mod tests {
             problems[1].contains("`c` starts with passes: true"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn every_initial_feature_needs_a_check() {
+        let unchecked = r#"{"features": [{"id": "a", "passes": false}, {"id": "b", "check": "", "passes": false}]}"#;
+        let problems = FeatureList::parse(unchecked)
+            .map(|l| l.initial_problems(None))
+            .unwrap_or_default();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("`a` has no check"), "{problems:?}");
     }
 
     #[test]

@@ -36,9 +36,12 @@ pub struct WorkerConfig {
     /// Seconds each check may run.
     #[serde(default = "default_check_timeout")]
     pub check_timeout_secs: u64,
-    /// Paths the session may not change.
+    /// `[run] protected`: glob patterns of paths the session may not change.
     #[serde(default)]
     pub protected: Vec<String>,
+    /// `[run] frozen`: glob patterns of the acceptance tests, read-only here.
+    #[serde(default)]
+    pub frozen: Vec<String>,
     /// Skills from the user's `~/.config/longrun/skills`, read by the
     /// orchestrator because the confined worker cannot see that directory.
     #[serde(default)]

@@ -204,9 +204,238 @@ pub fn printable(path: &str) -> String {
     crate::sanitize::line(path)
 }
 
+/// Glob patterns over tree paths, as `[run] protected` and `[run] frozen`
+/// write them: case-insensitive, `*` within one component, `**` across
+/// them, and a pattern without glob characters also covers everything below
+/// it, so that `tests` protects `tests/test_mul.py`.
+#[derive(Debug, Clone)]
+pub struct PathSet {
+    patterns: Vec<String>,
+    set: globset::GlobSet,
+}
+
+impl PathSet {
+    pub fn new(patterns: &[String]) -> Result<PathSet, String> {
+        let mut builder = globset::GlobSetBuilder::new();
+        let mut kept = Vec::new();
+        for pattern in patterns {
+            let p = pattern.trim().trim_start_matches("./").trim_matches('/');
+            if p.is_empty() {
+                continue;
+            }
+            let mut globs = vec![p.to_string()];
+            if !p.contains(['*', '?', '[', '{']) {
+                globs.push(format!("{p}/**"));
+            }
+            for g in globs {
+                let glob = globset::GlobBuilder::new(&g)
+                    .case_insensitive(true)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| format!("`{pattern}` is not a valid glob: {e}"))?;
+                builder.add(glob);
+            }
+            kept.push(p.to_string());
+        }
+        let set = builder.build().map_err(|e| e.to_string())?;
+        Ok(PathSet {
+            patterns: kept,
+            set,
+        })
+    }
+
+    pub fn matches(&self, path: &str) -> bool {
+        self.set.is_match(path)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// The patterns that name a path itself (no glob characters).
+    pub fn plain(&self) -> impl Iterator<Item = &str> {
+        self.patterns
+            .iter()
+            .filter(|p| !p.contains(['*', '?', '[', '{']))
+            .map(String::as_str)
+    }
+}
+
+/// `[run] protected` and `[run] frozen`, ready to match.
+#[derive(Debug, Clone)]
+pub struct PathRules {
+    pub protected: PathSet,
+    pub frozen: PathSet,
+}
+
+impl PathRules {
+    pub fn new(protected: &[String], frozen: &[String]) -> Result<PathRules, String> {
+        Ok(PathRules {
+            protected: PathSet::new(protected)?,
+            frozen: PathSet::new(frozen)?,
+        })
+    }
+
+    /// No path protected or frozen.
+    pub fn none() -> PathRules {
+        let empty = || PathSet {
+            patterns: Vec::new(),
+            set: globset::GlobSet::empty(),
+        };
+        PathRules {
+            protected: empty(),
+            frozen: empty(),
+        }
+    }
+
+    /// True when `path` is protected or frozen.
+    pub fn fixed(&self, path: &str) -> bool {
+        self.protected.matches(path) || self.frozen.matches(path)
+    }
+
+    /// Every protected or frozen path the commits from `base` to `head` add,
+    /// change, delete or rename, each named. The initializer writes the
+    /// project's files, so for it only paths that exist at `base` count.
+    pub fn problems(
+        &self,
+        repo: &Repository,
+        base: Oid,
+        head: Oid,
+        initializer: bool,
+    ) -> anyhow::Result<Vec<String>> {
+        let base_tree = repo.find_commit(base)?.tree()?;
+        let mut problems = Vec::new();
+        for path in crate::git::changed_paths(repo, base, head)? {
+            if initializer && base_tree.get_path(std::path::Path::new(&path)).is_err() {
+                continue;
+            }
+            if self.frozen.matches(&path) {
+                problems.push(format!(
+                    "frozen path {path} was changed: the acceptance tests are fixed by the \
+                     initializer and run as they are on main; put your own tests elsewhere"
+                ));
+            } else if self.protected.matches(&path) {
+                problems.push(format!("protected path {path} was changed"));
+            }
+        }
+        Ok(problems)
+    }
+}
+
+/// Directory names whose files are tests.
+const TEST_DIRS: &[&str] = &["tests", "test", "spec", "__tests__"];
+
+/// Where a path's test directory ends (`tests` of `tests/unit/test_a.py`),
+/// or the path itself when its name is a test's, or None.
+fn test_root(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let (name, dirs) = parts.split_last()?;
+    if let Some(i) = dirs
+        .iter()
+        .position(|d| TEST_DIRS.iter().any(|t| d.eq_ignore_ascii_case(t)))
+    {
+        return Some(parts[..=i].join("/"));
+    }
+    let lower = name.to_ascii_lowercase();
+    let stem_parts: Vec<&str> = lower.split('.').collect();
+    let test_named = lower.starts_with("test_")
+        || stem_parts.first().is_some_and(|s| s.ends_with("_test"))
+        || stem_parts.len() > 2 && stem_parts[1..stem_parts.len() - 1].contains(&"test")
+        || stem_parts.len() > 2 && stem_parts[1..stem_parts.len() - 1].contains(&"spec");
+    test_named.then(|| path.to_string())
+}
+
+/// True when `path` is a test by where it lies or by its name.
+pub fn is_test_file(path: &str) -> bool {
+    test_root(path.trim_start_matches("./")).is_some()
+}
+
+/// The tokens of a check that may name files: its words, the value of
+/// `--opt=value` words, and the file of a dotted module after `-m unittest`
+/// or `-m pytest` (`tests.test_add` is `tests/test_add.py`).
+pub fn named_paths(check: &str) -> Vec<String> {
+    let words = shlex::split(check).unwrap_or_else(|| {
+        check
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    let mut out = Vec::new();
+    let mut runner = false;
+    for word in words
+        .iter()
+        .flat_map(|w| w.split([';', '&', '|', '(', ')']))
+    {
+        let value = word.rsplit_once('=').map_or(word, |(_, v)| v);
+        let value = value.trim_start_matches("./");
+        if value.is_empty() || value.starts_with('-') || value.contains("://") {
+            continue;
+        }
+        if matches!(value, "unittest" | "pytest") {
+            runner = true;
+        }
+        out.push(value.to_string());
+        let dotted = value.contains('.')
+            && !value.contains('/')
+            && value
+                .split('.')
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        if runner && dotted {
+            out.push(format!("{}.py", value.replace('.', "/")));
+        }
+    }
+    out
+}
+
+/// The acceptance tests of an initializer session from `base` to `head`:
+/// the test directories it added files under, the test-named files it
+/// added elsewhere, and the files a feature's check names that exist at
+/// `head`. A file a check expects the work to create is not among them.
+pub fn acceptance_paths(repo: &Repository, base: Oid, head: Oid) -> anyhow::Result<Vec<String>> {
+    let base_tree = repo.find_commit(base)?.tree()?;
+    let head_tree = repo.find_commit(head)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&base_tree), Some(&head_tree), None)?;
+    let mut found = std::collections::BTreeSet::new();
+    for delta in diff.deltas() {
+        if delta.status() != git2::Delta::Added {
+            continue;
+        }
+        if let Some(root) = delta
+            .new_file()
+            .path()
+            .and_then(|p| p.to_str())
+            .and_then(test_root)
+        {
+            found.insert(root);
+        }
+    }
+    if let Some(text) = read_file_at(repo, head, features::FILE_NAME)? {
+        if let Ok(list) = FeatureList::parse(&text) {
+            for check in list.features.iter().filter_map(|f| f.check.as_deref()) {
+                for path in named_paths(check) {
+                    let is_file = head_tree
+                        .get_path(std::path::Path::new(&path))
+                        .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Blob));
+                    if is_file && !path.starts_with(".git") {
+                        found.insert(path);
+                    }
+                }
+            }
+        }
+    }
+    // A file inside a frozen directory is covered by it.
+    let dirs: Vec<String> = found.iter().cloned().collect();
+    Ok(found
+        .into_iter()
+        .filter(|p| !dirs.iter().any(|d| p.starts_with(&format!("{d}/"))))
+        .map(|p| globset::escape(&p))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::is_reserved_name;
+    use super::*;
 
     #[test]
     fn git_and_longrun_in_every_spelling_are_reserved() {
@@ -237,6 +466,59 @@ mod tests {
             "git~",
         ] {
             assert!(!is_reserved_name(name.as_bytes()), "{name:?}");
+        }
+    }
+
+    fn set(patterns: &[&str]) -> PathSet {
+        PathSet::new(&patterns.iter().map(|p| p.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn a_plain_name_covers_its_directory_and_any_case() {
+        let s = set(&["tests", "SPEC.md"]);
+        assert!(s.matches("tests/test_mul.py"));
+        assert!(s.matches("Tests/deep/x.py"));
+        assert!(s.matches("spec.md"));
+        assert!(!s.matches("tests_other/x.py"));
+        assert!(!s.matches("src/tests.py"));
+    }
+
+    #[test]
+    fn globs_keep_to_their_components() {
+        let s = set(&["tests/*", "docs/*.md", "**/fixtures/**"]);
+        assert!(s.matches("tests/test_mul.py"));
+        assert!(!s.matches("tests/sub/test_mul.py"));
+        assert!(s.matches("DOCS/a.MD"));
+        assert!(!s.matches("docs/sub/a.md"));
+        assert!(s.matches("a/b/fixtures/c.json"));
+        assert!(PathSet::new(&["tests/[".to_string()]).is_err());
+    }
+
+    #[test]
+    fn test_directories_and_test_names_are_acceptance_tests() {
+        assert_eq!(test_root("tests/test_a.py").as_deref(), Some("tests"));
+        assert_eq!(
+            test_root("src/__tests__/a.js").as_deref(),
+            Some("src/__tests__")
+        );
+        assert_eq!(test_root("src/a.test.js").as_deref(), Some("src/a.test.js"));
+        assert_eq!(
+            test_root("pkg/parse_test.go").as_deref(),
+            Some("pkg/parse_test.go")
+        );
+        assert_eq!(test_root("test_cli.py").as_deref(), Some("test_cli.py"));
+        assert_eq!(test_root("app.spec.ts").as_deref(), Some("app.spec.ts"));
+        assert_eq!(test_root("src/contest.py"), None);
+        assert_eq!(test_root("tests"), None);
+    }
+
+    #[test]
+    fn a_check_names_its_files_and_modules() {
+        let named = named_paths(
+            "python3 -m unittest tests.test_add -q && bash ./checks/f1.sh --x=data/in.txt",
+        );
+        for want in ["tests/test_add.py", "checks/f1.sh", "data/in.txt"] {
+            assert!(named.contains(&want.to_string()), "{named:?} lacks {want}");
         }
     }
 }

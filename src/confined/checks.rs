@@ -38,7 +38,7 @@ pub struct SessionChecks {
     commands: Vec<(String, String)>,
     /// `commands[0]` is the assigned feature's check.
     feature_check: bool,
-    protected: Vec<String>,
+    paths: crate::rules::PathRules,
     feature_id: Option<String>,
     base: Option<Oid>,
     timeout: Duration,
@@ -67,7 +67,9 @@ impl SessionChecks {
             role: config.role,
             commands,
             feature_check,
-            protected: config.protected.clone(),
+            // Patterns were checked when longrun.toml was read; were one bad, nothing matches.
+            paths: crate::rules::PathRules::new(&config.protected, &config.frozen)
+                .unwrap_or_else(|_| crate::rules::PathRules::none()),
             feature_id: config.feature.as_ref().map(|f| f.id.clone()),
             base,
             timeout: Duration::from_secs(config.check_timeout_secs),
@@ -131,8 +133,9 @@ impl SessionChecks {
         // The same reserved-path rule verification applies (`.git`, `.longrun`).
         problems.extend(crate::rules::reserved_path_problems(&repo, base, head)?);
         let changed = repo::changed_paths(&repo, base, head)?;
-        for path in self.protected.iter().filter(|p| changed.contains(p)) {
-            problems.push(format!("protected path {path} was changed; restore it"));
+        let initializer = self.role == Role::Initializer;
+        for problem in self.paths.problems(&repo, base, head, initializer)? {
+            problems.push(format!("{problem}; restore it"));
         }
         match self.role {
             Role::Initializer => {
@@ -153,8 +156,16 @@ impl SessionChecks {
     }
 }
 
+/// Run before a check, so that it sees what verification's steps see:
+/// nothing that steers an interpreter, and Python kept off the working
+/// directory and the user site.
+const CHECK_ENV: &str = "unset BASH_ENV ENV PYTHONPATH PYTHONSTARTUP PYTHONHOME NODE_OPTIONS \
+     LD_PRELOAD LD_LIBRARY_PATH; export PYTHONSAFEPATH=1 PYTHONNOUSERSITE=1 \
+     PYTHONDONTWRITEBYTECODE=1; ";
+
 fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -> CheckOutcome {
-    let (passed, output) = match crate::confined::tools::run_shell(workspace, command, timeout) {
+    let line = format!("{CHECK_ENV}{command}");
+    let (passed, output) = match crate::confined::tools::run_shell(workspace, &line, timeout) {
         Ok(o) => {
             let status = match (o.timed_out, o.exit_code) {
                 (true, _) => format!("[timed out after {} s]", timeout.as_secs()),

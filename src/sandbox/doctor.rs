@@ -228,6 +228,7 @@ fn probe(profile: &Profile) -> anyhow::Result<()> {
         home,
         read_only: Vec::new(),
         writable: Vec::new(),
+        read_only_inside: Vec::new(),
         keep_fds: Vec::new(),
     };
     let out = super::command(&spec, &["/bin/true".to_string()])?.output()?;

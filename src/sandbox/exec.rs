@@ -86,6 +86,7 @@ fn sandbox_spec(args: &SandboxCmd) -> anyhow::Result<SandboxSpec> {
         home,
         read_only: Vec::new(),
         writable: Vec::new(),
+        read_only_inside: Vec::new(),
         keep_fds: Vec::new(),
     })
 }

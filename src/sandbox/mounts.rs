@@ -96,6 +96,13 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
                 ));
                 outcome.warnings.push(ipc.into());
                 outcome.uncovered = hidden;
+                if !spec.read_only_inside.is_empty() {
+                    outcome.warnings.push(
+                        "mounts: the frozen and protected files are writable in the workspace \
+                         (verification still runs them as they are on main)"
+                            .into(),
+                    );
+                }
                 return Ok(outcome);
             }
             outcome.warnings.push(ipc.into());
@@ -175,6 +182,16 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
             }
         }
     }
+    match bind_read_only_inside(&spec.read_only_inside) {
+        Ok(0) => {}
+        Ok(n) => outcome.layers.push(format!(
+            "mounts: {n} frozen or protected path(s) in the workspace read-only"
+        )),
+        Err(e) => outcome.warnings.push(format!(
+            "mounts: the frozen and protected files are writable in the workspace ({e:#}; \
+             verification still runs them as they are on main)"
+        )),
+    }
     // The working directory still names the read-only mount under the new
     // bind: enter it again by path.
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -215,6 +232,35 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// Bind each of `paths` (inside the writable workspace) onto itself
+/// read-only, directories first so that a file inside one stays covered.
+/// A path that is missing or a symlink is skipped: a symlink is not the
+/// file main holds, and verification puts the real one back. Returns how
+/// many were bound.
+fn bind_read_only_inside(paths: &[PathBuf]) -> anyhow::Result<usize> {
+    let mut kept: Vec<(&PathBuf, bool)> = paths
+        .iter()
+        .filter_map(|p| {
+            let meta = std::fs::symlink_metadata(p).ok()?;
+            (!meta.file_type().is_symlink()).then_some((p, meta.is_dir()))
+        })
+        .collect();
+    kept.sort_by_key(|(p, dir)| (!dir, p.components().count()));
+    for (path, _) in &kept {
+        mount(
+            Some(path.as_path()),
+            path.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .with_context(|| format!("cannot bind {}", path.display()))?;
+        set_attr(path, true, MOUNT_ATTR_RDONLY, 0, 0)
+            .with_context(|| format!("cannot make {} read-only", path.display()))?;
+    }
+    Ok(kept.len())
+}
 
 /// mount_setattr(2) on `path` (and, with `recursive`, every mount below).
 fn set_attr(

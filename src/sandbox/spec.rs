@@ -26,6 +26,10 @@ pub struct SandboxSpec {
     /// Extra writable paths.
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// Paths inside the workspace that stay read-only (the frozen acceptance
+    /// tests and the protected files), bound over the writable workspace.
+    #[serde(default)]
+    pub read_only_inside: Vec<PathBuf>,
     /// Descriptors kept open besides stdio (the broker socket).
     #[serde(default)]
     pub keep_fds: Vec<i32>,

@@ -3,6 +3,7 @@
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
 
+mod acceptance;
 mod amend;
 mod compact;
 mod control;
@@ -33,6 +34,7 @@ mod session;
 mod signals;
 pub mod state;
 mod status;
+mod steps;
 mod suite;
 mod timing;
 pub mod transcript;

@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::verify::{CheckRun, REGRESSION};
+use super::steps::Outcome;
+use super::verify::{CheckRun, StepKind, REGRESSION};
 use crate::features::Feature;
 
 /// The variable that names the results file for the suite.
@@ -62,7 +63,13 @@ pub fn parse_results(text: &str) -> BTreeMap<String, bool> {
 /// Read at most [`RESULTS_CAP`] bytes of the results file (none: empty).
 pub fn read_results(path: &Path) -> String {
     let mut text = String::new();
-    if let Ok(file) = std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Written by the suite, in its own TMPDIR: never through a symlink.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    if let Ok(file) = file {
         let _ = file.take(RESULTS_CAP).read_to_string(&mut text);
     }
     text
@@ -111,6 +118,13 @@ pub fn regression_runs(
                     String::new()
                 },
                 network: Vec::new(),
+                kind: StepKind::Regression,
+                feature: Some(f.id.clone()),
+                outcome: if failed {
+                    Outcome::Failed(1)
+                } else {
+                    Outcome::Passed
+                },
             }
         })
         .collect()

@@ -2,20 +2,22 @@
 //!
 //! The work is collected (uncommitted changes committed as WIP, HEAD fetched
 //! into the main repo at the session's ref), the rules are checked on the
-//! commits, and `init.sh` and the checks run in a fresh confined checkout.
+//! commits, and `init.sh` and the checks run in a fresh checkout, each step
+//! its own confined process judged by its exit status alone, with the
+//! frozen acceptance tests as main holds them.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use futures_util::StreamExt;
 use git2::Oid;
 use serde::{Deserialize, Serialize};
 
 use super::repo;
+use super::steps::{self, Outcome};
 use super::Project;
 use crate::features::{self, Feature, FeatureList};
-use crate::progress;
 use crate::rules::{initializer_problems, reserved_path_problems, worker_problems};
 use crate::sandbox::SandboxSpec;
 use crate::schema::Role;
@@ -49,16 +51,21 @@ pub fn regressions_due(
         .collect()
 }
 
-/// A check run during verification.
+/// A step run during verification.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CheckRun {
     pub name: String,
     pub command: String,
+    /// It exited 0.
     pub passed: bool,
     pub output_tail: String,
     /// The hosts this run asked the registries proxy for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<super::proxy::Contact>,
+    pub kind: StepKind,
+    /// The feature whose check it is.
+    pub feature: Option<String>,
+    pub outcome: Outcome,
 }
 
 /// The session's work, brought into the main repo.
@@ -90,12 +97,8 @@ pub fn rule_problems(
         );
         return Ok(problems);
     }
-    let changed = repo::changed_paths(repo, base, work.head)?;
-    for path in &project.config.run.protected {
-        if changed.iter().any(|c| c == path) {
-            problems.push(format!("protected path {path} was changed"));
-        }
-    }
+    let rules = super::acceptance::path_rules(project)?;
+    problems.extend(rules.problems(repo, base, work.head, role == Role::Initializer)?);
     match role {
         Role::Initializer => problems.extend(initializer_problems(repo, Some(base), work.head)?),
         Role::Worker => {
@@ -143,10 +146,29 @@ pub fn prepare_checkout(
     Ok(CheckPlace { dir, spec })
 }
 
-/// Run `init.sh`, the feature's check and (for workers) the global checks in
-/// one confined process, so that servers `init.sh` starts live through the
-/// checks. Each step writes its output and exit code to files in the
-/// checkout's tmp; the whole process group is killed at the end.
+/// The kinds of step a verification runs, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// `init.sh`: its failure skips every other step.
+    Setup,
+    /// The assigned feature's check, which must pass.
+    Feature,
+    /// A `[checks] commands` entry, which must pass.
+    Global,
+    /// A passing feature's check run again (PASS_TO_PASS), which must pass.
+    Regression,
+    /// At init, a feature's check on the initializer's tree, which must
+    /// run and fail (FAIL_TO_PASS).
+    Acceptance,
+}
+
+/// Run the steps of this verification in the checkout, each its own
+/// confined process: `init.sh` first (its failure skips the rest); for a
+/// worker, the feature's check and the global checks, then the regression
+/// checks side by side; for an initializer, every feature's check side by
+/// side, each of which must fail. The frozen and protected files are first
+/// put back as main holds them, and are read-only to every step.
 pub async fn run_checks(
     project: &Project,
     place: &CheckPlace,
@@ -154,143 +176,297 @@ pub async fn run_checks(
     feature: Option<&Feature>,
     regressions: &[Feature],
 ) -> anyhow::Result<Vec<CheckRun>> {
-    let mut steps: Vec<(String, String)> = Vec::new();
-    if place.dir.join("init.sh").exists() {
-        let _ = std::fs::set_permissions(
-            place.dir.join("init.sh"),
-            std::fs::Permissions::from_mode(0o755),
-        );
-        steps.push(("init.sh".into(), "./init.sh".into()));
+    let main = repo::main_head(&project.repo)?.context("main has no commits")?;
+    super::acceptance::overlay(project, main, &place.dir)?;
+    let mut spec = place.spec.clone();
+    spec.read_only_inside = super::acceptance::read_only_inside(project, &place.dir);
+    let (setup, serial, parallel) = plan_steps(project, place, role, feature, regressions)?;
+    let runner = Runner::new(project, place, spec)?;
+    let mut runs = Vec::new();
+    if let Some(step) = setup {
+        let run = runner.run(0, step).await;
+        let failed = !run.passed;
+        runs.push(run);
+        if failed {
+            return Ok(runs);
+        }
     }
-    if role == Role::Worker {
-        if let Some(f) = feature {
-            if let Some(check) = &f.check {
-                steps.push((format!("feature {}", f.id), check.clone()));
-            }
+    let mut index = 1;
+    for step in serial {
+        if step.name == super::suite::STEP {
+            runs.extend(runner.run_suite(index, step, regressions).await);
+        } else {
+            runs.push(runner.run(index, step).await);
         }
-        for (i, command) in project.config.checks.commands.iter().enumerate() {
-            steps.push((format!("check {}", i + 1), command.clone()));
-        }
-        match &project.config.checks.suite {
-            // The whole suite at once, mapped back to features below.
-            Some(suite) if !regressions.is_empty() => {
-                steps.push((super::suite::STEP.into(), suite.clone()))
+        index += 1;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runner = &runner;
+    let together: Vec<CheckRun> = futures_util::stream::iter(parallel.into_iter().enumerate())
+        .map(|(i, step)| runner.run(index + i, step))
+        .buffered(cores)
+        .collect()
+        .await;
+    runs.extend(together);
+    Ok(runs)
+}
+
+/// A step before it runs: its name, command and kind.
+struct Step {
+    name: String,
+    command: String,
+    kind: StepKind,
+    feature: Option<String>,
+}
+
+type Plan = (Option<Step>, Vec<Step>, Vec<Step>);
+
+/// init.sh; the steps run one after another; the steps run side by side.
+fn plan_steps(
+    project: &Project,
+    place: &CheckPlace,
+    role: Role,
+    feature: Option<&Feature>,
+    regressions: &[Feature],
+) -> anyhow::Result<Plan> {
+    let is_file = std::fs::symlink_metadata(place.dir.join("init.sh")).is_ok_and(|m| m.is_file());
+    let setup = is_file.then(|| Step {
+        name: "init.sh".into(),
+        command: "./init.sh".into(),
+        kind: StepKind::Setup,
+        feature: None,
+    });
+    let check_of = |f: &Feature, kind: StepKind, name: String| {
+        f.check.as_ref().map(|c| Step {
+            name,
+            command: c.clone(),
+            kind,
+            feature: Some(f.id.clone()),
+        })
+    };
+    let mut serial = Vec::new();
+    let mut parallel = Vec::new();
+    match role {
+        Role::Worker => {
+            if let Some(f) = feature {
+                serial.extend(check_of(f, StepKind::Feature, format!("feature {}", f.id)));
             }
-            _ => {
-                for f in regressions {
-                    if let Some(check) = &f.check {
-                        steps.push((format!("{REGRESSION} {}", f.id), check.clone()));
+            for (i, command) in project.config.checks.commands.iter().enumerate() {
+                serial.push(Step {
+                    name: format!("check {}", i + 1),
+                    command: command.clone(),
+                    kind: StepKind::Global,
+                    feature: None,
+                });
+            }
+            match &project.config.checks.suite {
+                // The whole suite at once, mapped back to features after it ran.
+                Some(suite) if !regressions.is_empty() => serial.push(Step {
+                    name: super::suite::STEP.into(),
+                    command: suite.clone(),
+                    kind: StepKind::Regression,
+                    feature: None,
+                }),
+                _ => {
+                    for f in regressions {
+                        let name = format!("{REGRESSION} {}", f.id);
+                        parallel.extend(check_of(f, StepKind::Regression, name));
                     }
                 }
             }
         }
-    }
-    if steps.is_empty() {
-        return Ok(Vec::new());
-    }
-    let out = place.spec.tmp.join("longrun-checks");
-    std::fs::create_dir_all(&out)?;
-    let per_step = project.config.checks.timeout_secs;
-    let mut script = String::from("exec </dev/null >/dev/null 2>&1\n");
-    let suite_results = super::suite::results_path(&out);
-    for (i, (name, command)) in steps.iter().enumerate() {
-        std::fs::write(out.join(format!("{i}.sh")), command)?;
-        let o = out.display();
-        if name == super::suite::STEP {
-            script.push_str(&format!(
-                "export {}={}\n",
-                super::suite::RESULTS_ENV,
-                suite_results.display()
-            ));
-        }
-        script.push_str(&format!(
-            "timeout -k 5 {per_step} bash {o}/{i}.sh > {o}/{i}.log 2>&1; echo $? > {o}/{i}.rc\n"
-        ));
-        if i == 0 && steps[0].0 == "init.sh" {
-            script.push_str(&format!("[ \"$(cat {o}/0.rc)\" = 0 ] || exit 0\n"));
-        }
-    }
-    let argv = vec!["bash".to_string(), "-c".to_string(), script];
-    // init.sh installs: it gets the profile's init_network (and, in one
-    // process with it, so do the checks).
-    let spec = match steps[0].0 == "init.sh" {
-        true => SandboxSpec {
-            profile: place.spec.profile.for_init_script(),
-            ..place.spec.clone()
-        },
-        false => place.spec.clone(),
-    };
-    let mut cmd = crate::sandbox::command(&spec, &argv)?;
-    // The script silences itself; what is left on stderr is a confinement failure.
-    let sandbox_log = out.join("sandbox.log");
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&sandbox_log)?);
-    let (mut child, proxy) = super::proxy::spawn(cmd, &spec)?;
-    let pid = child.id();
-    let limit = Duration::from_secs(
-        per_step
-            .saturating_add(10)
-            .saturating_mul(steps.len() as u64),
-    );
-    let finished = tokio::time::timeout(limit, child.wait()).await;
-    if let Some(pid) = pid {
-        // Whatever init.sh or a check left running goes with the process group.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    let _ = child.wait().await;
-    let mut network = proxy.map(|p| p.finish()).unwrap_or_default();
-    let mut runs = Vec::new();
-    for (i, (name, command)) in steps.iter().enumerate() {
-        let rc = std::fs::read_to_string(out.join(format!("{i}.rc"))).ok();
-        let Some(rc) = rc.map(|r| r.trim().to_string()) else {
-            if finished.is_err() {
-                runs.push(CheckRun {
-                    name: name.clone(),
-                    command: command.clone(),
-                    passed: false,
-                    output_tail: "[verification timed out]".into(),
-                    network: std::mem::take(&mut network),
-                });
+        Role::Initializer => {
+            let text = std::fs::read_to_string(place.dir.join(features::FILE_NAME));
+            if let Some(list) = text.ok().and_then(|t| FeatureList::parse(&t).ok()) {
+                // A feature given as passing (`init --features`) is not
+                // expected to fail; only the others are FAIL_TO_PASS.
+                for f in list.features.iter().filter(|f| !f.passes) {
+                    let name = format!("feature {} {ACCEPTANCE}", f.id);
+                    parallel.extend(check_of(f, StepKind::Acceptance, name));
+                }
             }
-            continue;
+        }
+    }
+    Ok((setup, serial, parallel))
+}
+
+/// The name prefix of a feature's check run on the initializer's tree.
+pub const ACCEPTANCE: &str = "(must fail before the work)";
+
+/// Runs steps in one checkout, each with fresh scratch directories.
+struct Runner {
+    dir: PathBuf,
+    scratch: PathBuf,
+    spec: SandboxSpec,
+    timeout: Duration,
+}
+
+impl Runner {
+    fn new(project: &Project, place: &CheckPlace, spec: SandboxSpec) -> anyhow::Result<Runner> {
+        // Beside the checkout, where the session never had access.
+        let parent = place.dir.parent().unwrap_or(&place.dir);
+        let scratch = parent.join("steps");
+        if std::fs::symlink_metadata(&scratch).is_ok() {
+            std::fs::remove_dir_all(&scratch)?;
+        }
+        std::fs::create_dir(&scratch)?;
+        Ok(Runner {
+            dir: place.dir.clone(),
+            scratch,
+            spec,
+            timeout: Duration::from_secs(project.config.checks.timeout_secs),
+        })
+    }
+
+    async fn run(&self, index: usize, step: Step) -> CheckRun {
+        let scratch = self.scratch.join(index.to_string());
+        // init.sh installs: it gets the profile's init_network; the checks do not.
+        let spec = match step.kind {
+            StepKind::Setup => SandboxSpec {
+                profile: self.spec.profile.for_init_script(),
+                ..self.spec.clone()
+            },
+            _ => self.spec.clone(),
         };
-        let log = std::fs::read(out.join(format!("{i}.log"))).unwrap_or_default();
-        let mut tail = progress::tail(&String::from_utf8_lossy(&log), 40);
-        if rc == "124" || rc == "137" {
-            tail.push_str(&format!("\n[timed out after {per_step} s]"));
-        }
-        if name == super::suite::STEP {
-            let results = super::suite::read_results(&suite_results);
-            runs.extend(super::suite::regression_runs(
-                regressions,
-                command,
-                rc == "0",
-                &tail,
-                &results,
-            ));
-            continue;
-        }
-        runs.push(CheckRun {
-            name: name.clone(),
-            command: command.clone(),
-            passed: rc == "0",
-            output_tail: tail,
-            network: std::mem::take(&mut network),
-        });
+        let ran = steps::run(&spec, &scratch, &step.command, self.timeout, &[]).await;
+        let _ = std::fs::remove_dir_all(&scratch);
+        self.judged(step, ran)
     }
-    if finished.is_ok() && !out.join("0.rc").exists() {
-        let said = std::fs::read_to_string(&sandbox_log).unwrap_or_default();
-        runs.push(CheckRun {
-            name: "sandbox".into(),
-            command: "confinement of the verification run".into(),
-            passed: false,
-            output_tail: progress::tail(&said, 5),
-            network,
-        });
+
+    /// `[checks] suite`: one step in place of the regression checks, told
+    /// where to write its per-feature results (in its own fresh TMPDIR, read
+    /// without following a symlink); the verdict rests on its exit status.
+    async fn run_suite(&self, index: usize, step: Step, regressions: &[Feature]) -> Vec<CheckRun> {
+        let scratch = self.scratch.join(index.to_string());
+        let results = super::suite::results_path(&scratch.join("tmp"));
+        let env = [(
+            super::suite::RESULTS_ENV.to_string(),
+            results.display().to_string(),
+        )];
+        let ran = steps::run(&self.spec, &scratch, &step.command, self.timeout, &env).await;
+        let text = super::suite::read_results(&results);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let passed = ran.outcome.passed();
+        super::suite::regression_runs(regressions, &step.command, passed, &ran.output_tail, &text)
     }
-    Ok(runs)
+
+    fn judged(&self, step: Step, ran: steps::Ran) -> CheckRun {
+        let mut outcome = ran.outcome;
+        if !outcome.passed() {
+            if let Some(missing) = missing_program(&self.dir, &step.command) {
+                outcome = Outcome::CannotRun(format!("`{missing}` does not exist"));
+            }
+        }
+        CheckRun {
+            name: step.name,
+            command: step.command,
+            passed: outcome.passed(),
+            output_tail: ran.output_tail,
+            network: ran.network,
+            kind: step.kind,
+            feature: step.feature,
+            outcome,
+        }
+    }
+}
+
+/// Interpreters whose first plain argument is the program they run.
+const INTERPRETERS: &[&str] = &[
+    "bash", "sh", "python", "python3", "node", "ruby", "perl", "php", "deno", "bun",
+];
+
+/// The program file (or the script an interpreter runs, or a test file) a
+/// check names that is missing from `dir`, if any.
+fn missing_program(dir: &Path, command: &str) -> Option<String> {
+    let words = shlex::split(command)?;
+    let first = words.first()?;
+    let mut candidates = Vec::new();
+    if first.contains('/') {
+        candidates.push(first.clone());
+    }
+    let base = first.rsplit('/').next().unwrap_or(first);
+    if INTERPRETERS.contains(&base) {
+        if let Some(script) = words[1..].iter().find(|w| !w.starts_with('-')) {
+            let runs_module = words[1..].iter().any(|w| w == "-m" || w == "-c");
+            if !runs_module {
+                candidates.push(script.clone());
+            }
+        }
+    }
+    // A test file named by its path (not a `-p test_*.py` pattern).
+    candidates.extend(
+        crate::rules::named_paths(command)
+            .into_iter()
+            .filter(|p| p.contains('/') && crate::rules::is_test_file(p)),
+    );
+    candidates.into_iter().find(|p| {
+        let p = p.trim_start_matches("./");
+        !p.starts_with('/') && std::fs::symlink_metadata(dir.join(p)).is_err()
+    })
+}
+
+/// The reasons a verification's steps give against accepting the session;
+/// a regression names the feature it broke, and at init a check that passes
+/// is vacuous and one that cannot run is said so.
+pub fn check_problems(runs: &[CheckRun]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for run in runs {
+        let last = last_line(&run.output_tail);
+        let cmd = &run.command;
+        let id = run.feature.as_deref().unwrap_or("");
+        match (&run.kind, &run.outcome) {
+            (StepKind::Acceptance, Outcome::Passed) => problems.push(format!(
+                "vacuous check: feature {id}'s check `{cmd}` passes before anything is built; \
+                 an acceptance check must fail until its feature works"
+            )),
+            (StepKind::Acceptance, Outcome::CannotRun(why)) => problems.push(format!(
+                "feature {id}'s check `{cmd}` cannot run ({why}){last}; \
+                 write the acceptance test it runs now, so that it runs and fails"
+            )),
+            (StepKind::Acceptance, _) => {}
+            (_, Outcome::Passed) => {}
+            (StepKind::Setup, o) => problems.push(format!(
+                "init.sh failed ({}){last}; no check ran",
+                o.describe()
+            )),
+            (StepKind::Regression, o) => problems.push(format!(
+                "regression: this session broke feature {id}, whose check now fails: `{cmd}`{}{last}",
+                how(o)
+            )),
+            (_, Outcome::CannotRun(why)) => problems.push(format!(
+                "{} cannot run: `{cmd}` ({why}){last}",
+                run.name
+            )),
+            (_, o) => problems.push(format!("{} failed: `{cmd}`{}{last}", run.name, how(o))),
+        }
+    }
+    problems
+}
+
+impl CheckRun {
+    /// Whether it did what verification needs: exit 0, or at init, run and fail.
+    pub fn as_expected(&self) -> bool {
+        match self.kind {
+            StepKind::Acceptance => matches!(
+                self.outcome,
+                Outcome::Failed(_) | Outcome::Killed(_) | Outcome::TimedOut(_)
+            ),
+            _ => self.passed,
+        }
+    }
+}
+
+/// How a step that ran did not pass, when more than its exit status.
+fn how(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Failed(_) | Outcome::Passed => String::new(),
+        o => format!(" ({})", o.describe()),
+    }
+}
+
+fn last_line(output: &str) -> String {
+    match output.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(l) => format!(": {}", l.trim()),
+        None => String::new(),
+    }
 }

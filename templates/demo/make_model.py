@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes model.json, the demo's scripted model: five sessions that build
-tally.py, one of them rejected by verification. Run it after editing."""
+tally.py. The initializer writes the acceptance tests, which longrun then
+freezes; the workers implement against them, and one that weakens a test
+instead is rejected. Run it after editing."""
 import json
 import os
 
@@ -205,28 +207,37 @@ def note(text):
     return bash(f"cat >> progress.md <<'EOF'\n\n{text}\nEOF")
 
 
-def worker(fid, cmd, test, source, passing, summary, extra_first=None):
+def worker(fid, cmd, source, passing, summary, extra_first=None):
     first = [bash("git log --oneline -5 && cat progress.md")]
     if extra_first:
         first.insert(0, extra_first)
     return [
         turn("Reading where the project stands.", *first),
-        turn(f"Writing the {cmd} command and its test.",
-             call("write_file", path="tally.py", content=source),
-             call("write_file", path=f"tests/test_{cmd}.py", content=test)),
+        turn(f"Reading the acceptance test of {cmd}.", call("read_file", path=f"tests/test_{cmd}.py")),
+        turn(f"Writing the {cmd} command.", call("write_file", path="tally.py", content=source)),
         turn("Running the check.", bash(f"python3 -m unittest discover -s tests -p 'test_{cmd}.py' -q")),
         turn(f"The check passes; marking {fid} done, leaving notes and committing.",
              call("write_file", path="features.json", content=features(passing)),
              note(f"## {fid} ({cmd})\n{summary}"),
              bash(f"git add -A && git commit -qm '{fid}: {cmd} command' && git log --oneline -1")),
-        turn(f"{fid} is implemented, tested and committed."),
+        turn(f"{fid} is implemented against its acceptance test and committed."),
     ]
 
+
+WEAKER_SHOW = TEST_SHOW.replace(
+    'self.assertEqual(self.tally("show").stdout, "apple 2\\nzebra 1\\n")',
+    'self.assertIn("apple", self.tally("show").stdout)')
+assert WEAKER_SHOW != TEST_SHOW
+
+
+CHECKS_FAIL = ("for t in add show reset; do "
+               "if python3 -m unittest discover -s tests -p \"test_$t.py\" -q 2>/dev/null; "
+               "then echo \"test_$t passes: vacuous\"; else echo \"test_$t fails, as it must\"; fi; done")
 
 sessions = {
     "1": [
         turn("Reading the spec.", bash("cat SPEC.md && ls -la")),
-        turn("Writing the feature list, init.sh, the skeleton and the notes.",
+        turn("Writing the feature list, init.sh, the skeleton, the acceptance tests and the notes.",
              call("write_file", path="features.json", content=features(set())),
              call("write_file", path="init.sh",
                   content="#!/usr/bin/env bash\n# Idempotent setup: the demo needs only python3.\nset -euo pipefail\npython3 --version\n"),
@@ -234,33 +245,42 @@ sessions = {
              call("write_file", path="tally.py", content=tally([], [])),
              call("write_file", path="tests/helper.py", content=TEST_HELPER),
              call("write_file", path="tests/test_smoke.py", content=TEST_SMOKE),
+             call("write_file", path="tests/test_add.py", content=TEST_ADD),
+             call("write_file", path="tests/test_show.py", content=TEST_SHOW),
+             call("write_file", path="tests/test_reset.py", content=TEST_RESET),
              call("write_file", path="progress.md", content=(
-                 "# Progress\n\n`tally.py` is the tool; tests live in `tests/` (unittest, one file per command,\n"
-                 "run with `python3 -m unittest discover -s tests -q`). `tests/helper.py` runs the tool\n"
-                 "against a temp TALLY_FILE.\n\n## Session 1 (initializer)\nSkeleton, feature list and setup. Next: F001.\n"))),
-        turn("Making init.sh executable, checking it runs, committing.",
-             bash("chmod +x init.sh && ./init.sh && python3 -m unittest discover -s tests -q && git add -A && git commit -qm 'Initialize tally: features, init.sh, skeleton' && git log --oneline -1")),
-        turn("The project is initialized: three features, all failing, and a skeleton with a smoke test."),
+                 "# Progress\n\n`tally.py` is the tool. The acceptance tests live in `tests/` (unittest, one file\n"
+                 "per command; each feature's check runs one of them). They are frozen: workers cannot\n"
+                 "change them, and verification runs them as they are on main. `tests/helper.py` runs\n"
+                 "the tool against a temp TALLY_FILE.\n\n## Session 1 (initializer)\n"
+                 "Skeleton, feature list, setup and acceptance tests. Next: F001.\n"))),
+        turn("Making init.sh executable, checking that the smoke test passes and every feature's test fails.",
+             bash("chmod +x init.sh && ./init.sh && python3 -m unittest discover -s tests -p 'test_smoke.py' -q && " + CHECKS_FAIL)),
+        turn("Committing.",
+             bash("git add -A && git commit -qm 'Initialize tally: features, init.sh, skeleton, acceptance tests' && git log --oneline -1")),
+        turn("The project is initialized: three features, each with an acceptance test that fails until it is built."),
     ],
     # A malformed call first: the harness answers with an error and the session goes on.
-    "2": worker("F001", "add", TEST_ADD, tally([ADD], ["add"]), {"F001"},
+    # A malformed call first: the harness answers with an error and the session goes on.
+    "2": worker("F001", "add", tally([ADD], ["add"]), {"F001"},
                 "Added `add`. Counters are saved with sorted keys.",
                 extra_first={"name": "bash", "arguments_raw": "{\"command\": \"ls"}),
-    # Claims F002 with a bug (wrong output format): verification rejects it.
+    # Claims F002 with a bug (wrong output format) and weakens its acceptance
+    # test to match: the test is frozen, and verification rejects the session.
     "3": [
         turn("Reading where the project stands.", bash("git log --oneline -5")),
-        turn("Writing show.",
+        turn("Writing show, and loosening its test to what show prints.",
              call("write_file", path="tally.py", content=tally([ADD, SHOW_BUGGY], ["add", "show"])),
-             call("write_file", path="tests/test_show.py", content=TEST_SHOW)),
+             call("write_file", path="tests/test_show.py", content=WEAKER_SHOW)),
         turn("Marking F002 done and committing without running the check.",
              call("write_file", path="features.json", content=features({"F001", "F002"})),
              note("## F002 (show)\nAdded `show`."),
              bash("git add -A && git commit -qm 'F002: show command'")),
         turn("F002 is done."),
     ],
-    "4": worker("F002", "show", TEST_SHOW, tally([ADD, SHOW], ["add", "show"]), {"F001", "F002"},
-                "Added `show`, sorted by name. Session 3's attempt printed NAME=VALUE; the check caught it."),
-    "5": worker("F003", "reset", TEST_RESET, tally([ADD, SHOW, RESET], ["add", "show", "reset"]),
+    "4": worker("F002", "show", tally([ADD, SHOW], ["add", "show"]), {"F001", "F002"},
+                "Added `show`, sorted by name. Session 3 printed NAME=VALUE and loosened the test; it was rejected."),
+    "5": worker("F003", "reset", tally([ADD, SHOW, RESET], ["add", "show", "reset"]),
                 {"F001", "F002", "F003"}, "Added `reset`; unknown names exit 1. Every feature is done."),
 }
 

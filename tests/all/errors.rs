@@ -39,7 +39,7 @@ fn spec(env: &Env) -> String {
 }
 
 fn a_model(env: &Env) -> String {
-    env.model(json!({"1": initializer(&features(&[("f1", false, "true")]))}))
+    env.model(json!({"1": initializer(&features(&[("f1", false, "test -f a.txt")]))}))
 }
 
 /// A project whose initializer session was accepted.

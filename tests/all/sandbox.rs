@@ -874,7 +874,7 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
         "python3 -c \"open('{p}/pwned', 'w')\"; echo rc=$?; head -1 {p}/SPEC.md; env | grep -c FAKE-KEY-123; true",
         p = project.display()
     );
-    let features = common::features(&[("F001", false, "true")]);
+    let features = common::features(&[("F001", false, "test -f a.txt")]);
     let mut session = common::initializer(&features);
     session.as_array_mut().unwrap().insert(
         0,
@@ -933,7 +933,7 @@ fn a_session_cannot_write_the_main_repo_or_see_the_key_and_records_its_confineme
 
 #[test]
 fn a_required_profile_is_refused_on_a_weaker_kernel_and_best_effort_is_recorded() {
-    let features = common::features(&[("F001", false, "true")]);
+    let features = common::features(&[("F001", false, "test -f a.txt")]);
     let init = |env: &Env| {
         let model = env.model(serde_json::json!({ "1": common::initializer(&features) }));
         env.init_command("# spec\n", &model)
@@ -994,9 +994,10 @@ fn init_with_profile(env: &Env, model: &str, profile: &str) -> Output {
 #[test]
 fn profile_flag_picks_the_profile_for_init_and_for_one_run() {
     let env = Env::new();
-    let features = common::features(&[("F001", false, "true"), ("F002", false, "true")]);
-    let f1 = common::features(&[("F001", true, "true"), ("F002", false, "true")]);
-    let f2 = common::features(&[("F001", true, "true"), ("F002", true, "true")]);
+    let (a, b) = ("test -f a.txt", "test -f b.txt");
+    let features = common::features(&[("F001", false, a), ("F002", false, b)]);
+    let f1 = common::features(&[("F001", true, a), ("F002", false, b)]);
+    let f2 = common::features(&[("F001", true, a), ("F002", true, b)]);
     let model = env.model(serde_json::json!({
         "1": common::initializer(&features),
         "2": common::worker(&[("a.txt", "a\n")], &f1),
