@@ -96,7 +96,10 @@ fn agents_md(workspace: &Path, max: usize) -> String {
 }
 
 /// The initializer's task when it writes the feature list.
-const NEW_LIST_TASK: &str = "Write features.json (every feature `\"passes\": false`), an executable init.sh and progress.md, then commit.";
+const NEW_LIST_TASK: &str = "Write features.json (every feature `\"passes\": false`, every feature with a `check`), \
+     the acceptance tests those checks run (under `tests/`: fast, deterministic, each one failing now, before its feature \
+     exists), an executable init.sh and progress.md, then commit. Once you are accepted the acceptance tests are frozen: \
+     no later session can change them.";
 
 /// The initializer's task when the list was given (`init --features`).
 const GIVEN_LIST_TASK: &str = "features.json is already given (imported by the user): keep its features, their order and every field \
@@ -104,6 +107,20 @@ const GIVEN_LIST_TASK: &str = "features.json is already given (imported by the u
      they run, an executable init.sh, the project's skeleton and progress.md; then commit. A check must fail today \
      for a feature with `\"passes\": false`; a feature given as `\"passes\": true` keeps it only if its check passes \
      on your tree (otherwise the harness resets it to false).";
+
+/// Where the acceptance tests are, and that they cannot be changed.
+fn frozen_note(config: &WorkerConfig) -> String {
+    if config.frozen.is_empty() {
+        return String::new();
+    }
+    let paths: Vec<String> = config.frozen.iter().map(|p| format!("`{p}`")).collect();
+    format!(
+        "The acceptance tests are in {} (`[run] frozen` in longrun.toml). They are read-only: you \
+         cannot change, add to, delete or rename them, and verification runs them as they are on main. \
+         Make the code pass them; put tests of your own elsewhere.\n\n",
+        paths.join(", ")
+    )
+}
 
 /// The first user message: the assignment, the recent history, the notes and
 /// what `init.sh` said.
@@ -125,7 +142,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
     match (&config.role, &config.feature) {
         (Role::Worker, Some(feature)) => render(
             "This is session {{session}}. Your assignment is feature `{{id}}`:\n\n```json\n{{json}}\n```\n\n\
-             Its check: {{check}}\n\nGlobal checks:\n{{checks}}\n\n\
+             Its check: {{check}}\n\nGlobal checks:\n{{checks}}\n\n{{frozen}}\
              Features passing: {{passing}} of {{total}}.\n\n\
              Recent commits (`git log --oneline -20`):\n```\n{{log}}\n```\n\n\
              The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n{{earlier}}\
@@ -136,6 +153,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
                 ("json", &feature.json),
                 ("check", &feature.check.as_ref().map(|c| format!("`{c}`")).unwrap_or_else(|| "(none: the global checks decide)".into())),
                 ("checks", &checks),
+                ("frozen", &frozen_note(config)),
                 ("passing", &config.passing.to_string()),
                 ("total", &config.total.to_string()),
                 ("log", &log),

@@ -370,6 +370,12 @@ impl Runner {
     }
 }
 
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
 /// Interpreters whose first plain argument is the program they run.
 const INTERPRETERS: &[&str] = &[
     "bash", "sh", "python", "python3", "node", "ruby", "perl", "php", "deno", "bun",
