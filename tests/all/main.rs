@@ -27,5 +27,6 @@ mod scale;
 mod session;
 mod tools;
 mod verdicts;
+mod verified;
 mod views;
 mod worktree;

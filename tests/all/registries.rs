@@ -368,7 +368,7 @@ fn a_session_that_opts_in_reaches_the_registry_and_the_record_names_every_host()
         "registries.toml",
         &profile_text(&[registry.host()], "best-effort"),
     );
-    let features = crate::common::features(&[("F001", false, "true")]);
+    let features = crate::common::features(&[("F001", false, "test -f a.txt")]);
     let mut turns = crate::common::initializer(&features);
     turns.as_array_mut().unwrap().insert(
         0,

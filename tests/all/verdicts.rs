@@ -118,7 +118,8 @@ fn a_failing_check_is_not_accepted() {
 fn rewriting_the_clone_history_is_rejected() {
     let flipped = features(&[("a", true, "test -f a.txt"), ("b", false, "test -f b.txt")]);
     let env = project_with_worker(json!([
-        turn(vec![bash("git reset -q --hard HEAD~1")]),
+        // --soft: init.sh and the other protected files are read-only in the sandbox.
+        turn(vec![bash("git reset -q --soft HEAD~1")]),
         turn(vec![
             write_file("a.txt", "x"),
             write_file("features.json", &flipped)

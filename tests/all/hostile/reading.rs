@@ -110,7 +110,13 @@ fn a_project_profile_is_protected_and_read_as_it_is_on_main() {
     // 3 does the same work honestly.
     let model = env.model(json!({
         "1": initializer(&one(false)),
-        "2": worker(vec![turn(vec![write_file("profile.toml", LOOSE)])]),
+        // The profile is read-only in the sandbox: the loosened one goes
+        // into the commit through the index alone.
+        "2": worker(vec![turn(vec![
+            write_file("loose.tmp", LOOSE),
+            bash("git update-index --cacheinfo 100644,$(git hash-object -w loose.tmp),profile.toml \
+                  && git update-index --skip-worktree profile.toml && rm loose.tmp"),
+        ])]),
         "3": worker(vec![]),
     }));
     let profile = env.project().join("profile.toml");

@@ -506,7 +506,10 @@ fn deleting_init_sh_is_refused_and_later_runs_still_start() {
         honest(
             "a",
             &[],
-            vec![turn(vec![bash("git rm -q init.sh && git commit -qm gone")])],
+            // init.sh is read-only in the sandbox: removed from the index, ignored in the tree.
+            vec![turn(vec![bash(
+                "git rm -q --cached init.sh && echo /init.sh >> .gitignore && git add .gitignore && git commit -qm gone",
+            )])],
         ),
         honest("a", &[], vec![]),
         honest("b", &["a"], vec![]),
