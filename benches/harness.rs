@@ -258,7 +258,7 @@ fn overhead_benchmark(steps: usize) {
 /// An initializer, then `steps` turns cycling through six read-only calls.
 fn overhead_model(steps: usize) -> Value {
     let features = json!({"features": [{"id": "F001", "category": "functional",
-        "description": "bench", "steps": ["x"], "check": "true", "passes": false}]});
+        "description": "bench", "steps": ["x"], "check": "test -f bench.txt", "passes": false}]});
     let init = json!([
         {"tool_calls": [
             {"name": "write_file", "arguments": {"path": "features.json", "content": format!("{features:#}\n")}},

@@ -543,21 +543,19 @@ fn edited_paths(project: &Project) -> anyhow::Result<(Vec<String>, Vec<String>)>
     Ok((contract, others))
 }
 
-/// The patterns of `[run] protected` (and `frozen`) in longrun.toml.
+/// The patterns of `[run] protected` and `[run] frozen` in longrun.toml.
 fn fixed_patterns(project: &Project) -> Vec<String> {
-    project.config.run.protected.clone()
+    let run = &project.config.run;
+    run.protected.iter().chain(&run.frozen).cloned().collect()
 }
 
 /// Whether `path` is part of the contract: features.json, SPEC.md, or a
-/// protected or frozen path (a pattern naming a directory covers it all).
+/// protected or frozen path (globs, as verification matches them).
 fn in_contract(project: &Project, path: &str) -> bool {
     if path == features::FILE_NAME || path == "SPEC.md" {
         return true;
     }
-    fixed_patterns(project).iter().any(|p| {
-        let p = p.trim_end_matches('/');
-        path == p || path.starts_with(&format!("{p}/"))
-    })
+    super::acceptance::path_rules(project).is_ok_and(|rules| rules.fixed(path))
 }
 
 fn short(oid: Oid) -> String {

@@ -235,18 +235,11 @@ fn inside(path: &Path, dir: &Path) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// Whether `[run] protected` covers the project file `rel`: the path itself,
-/// or a directory it lies in (compared as git compares on a
-/// case-insensitive file system, ignoring case).
+/// Whether `[run] protected` covers the project file `rel`, matched as
+/// verification matches it (globs, any case, a plain name covers what lies
+/// below it).
 fn protects(protected: &[String], rel: &str) -> bool {
-    let rel = rel.to_ascii_lowercase();
-    protected.iter().any(|p| {
-        let p = p
-            .trim_start_matches("./")
-            .trim_end_matches('/')
-            .to_ascii_lowercase();
-        rel == p || rel.starts_with(&format!("{p}/"))
-    })
+    crate::rules::PathSet::new(protected).is_ok_and(|set| set.matches(rel))
 }
 
 /// What `init --profile` writes to `[sandbox] profile`, once the profile
@@ -282,6 +275,9 @@ mod tests {
         assert!(protects(&protected, "sandbox/p.toml"));
         assert!(!protects(&protected, "sandboxes/p.toml"));
         assert!(!protects(&protected, "p.toml"));
+        let globs = vec!["profiles/*.toml".to_string()];
+        assert!(protects(&globs, "profiles/p.toml"));
+        assert!(!protects(&globs, "profiles/deep/p.toml"));
     }
 
     #[test]

@@ -6,6 +6,22 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+/// `git`, with an identity of its own: a fresh machine has none configured,
+/// and the tests' own commits must not depend on the user's.
+pub fn git_command() -> Command {
+    let mut cmd = Command::new("git");
+    cmd.envs(GIT_IDENTITY.iter().copied());
+    cmd
+}
+
+/// The committer the tests' own git commands (and the longrun they run) use.
+pub const GIT_IDENTITY: [(&str, &str); 4] = [
+    ("GIT_AUTHOR_NAME", "longrun test"),
+    ("GIT_AUTHOR_EMAIL", "test@longrun.invalid"),
+    ("GIT_COMMITTER_NAME", "longrun test"),
+    ("GIT_COMMITTER_EMAIL", "test@longrun.invalid"),
+];
+
 /// A temp directory holding a project dir and whatever a test writes beside it.
 pub struct Env {
     pub root: tempfile::TempDir,
@@ -52,6 +68,7 @@ impl Env {
         cmd.current_dir(self.root.path());
         cmd.env_remove("LONGRUN_MODEL");
         cmd.env_remove("RUST_LOG");
+        cmd.envs(GIT_IDENTITY.iter().copied());
         cmd
     }
 
@@ -96,7 +113,7 @@ impl Env {
 
     /// A file's text on main (from git, not the work tree).
     pub fn on_main(&self, path: &str) -> Option<String> {
-        let out = Command::new("git")
+        let out = git_command()
             .arg("-C")
             .arg(self.project())
             .args(["show", &format!("main:{path}")])
@@ -109,7 +126,7 @@ impl Env {
 
     /// `git` in the project, stdout as text.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
+        let out = git_command()
             .arg("-C")
             .arg(self.project())
             .args(args)

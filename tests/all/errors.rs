@@ -149,7 +149,7 @@ fn init_with_a_spec_that_is_not_utf8() {
 fn init_in_a_dirty_repo() {
     let env = Env::new();
     std::fs::create_dir_all(env.project()).unwrap();
-    std::process::Command::new("git")
+    crate::common::git_command()
         .arg("-C")
         .arg(env.project())
         .args(["init", "-q"])
@@ -396,7 +396,7 @@ fn not_a_longrun_project() {
         );
     }
     // A git repo without longrun.toml is not one either.
-    std::process::Command::new("git")
+    crate::common::git_command()
         .arg("-C")
         .arg(env.project())
         .args(["init", "-q"])

@@ -113,7 +113,7 @@ fn assert_key_never_written(env: &Env, outputs: &[&Output]) {
     let mut found = Vec::new();
     walk(&env.project(), &mut found);
     assert!(found.is_empty(), "the key was written to {found:?}");
-    let objects = Command::new("git")
+    let objects = crate::common::git_command()
         .arg("-C")
         .arg(env.project())
         .args(["cat-file", "--batch-all-objects", "--batch"])

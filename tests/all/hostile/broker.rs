@@ -171,7 +171,7 @@ impl As<'_> {
 
     /// `git` in the project (any owner), stdout.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
+        let out = crate::common::git_command()
             .args(["-c", "safe.directory=*", "-C"])
             .arg(self.env.project())
             .args(args)

@@ -83,7 +83,7 @@ fn assert_refused_then_control(env: &Env, before: &str, n: u64, want: &str, reas
     assert_eq!(after.trim(), hostile);
     assert_verdict(env, n + 1, "accepted", "");
     assert_eq!(env.on_main("a.txt").as_deref(), Some("done\n"));
-    let fsck = std::process::Command::new("git")
+    let fsck = crate::common::git_command()
         .arg("-C")
         .arg(env.project())
         .args(["fsck", "--full", "--no-dangling"])
@@ -434,7 +434,7 @@ fn objects_stay_whole(nobody: bool) {
         .on_main("alternates.txt")
         .unwrap_or_else(|| panic!("{:#?}", env.transcript(2)));
     assert!(alt.trim().ends_with(".git/objects"), "{alt}");
-    let fsck = std::process::Command::new("git")
+    let fsck = crate::common::git_command()
         .arg("-C")
         .arg(env.project())
         .args(["fsck", "--full"])
