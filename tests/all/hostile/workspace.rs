@@ -92,6 +92,22 @@ fn assert_refused_then_control(env: &Env, before: &str, n: u64, want: &str, reas
     assert!(fsck.status.success(), "{}", text(&fsck));
 }
 
+/// Who runs `continue`: the tests' own user (root here), or uid 65534, who
+/// then owns the project and every file the session aims at, so that only
+/// the sandbox and the orchestrator's rules stand in the way.
+#[derive(Clone, Copy, Debug)]
+enum By {
+    Root,
+    Nobody,
+}
+
+fn run_by(env: &Env, sessions: u32, by: By) -> std::process::Output {
+    match by {
+        By::Root => run(env, sessions),
+        By::Nobody => run_as_nobody(env, sessions),
+    }
+}
+
 fn run(env: &Env, sessions: u32) -> std::process::Output {
     env.run(&[
         "continue",
@@ -167,6 +183,15 @@ fn assert_transcript_verdict(env: &Env, n: u32, want: &str) {
 
 #[test]
 fn committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_on() {
+    reserved_paths(By::Root);
+}
+
+#[test]
+fn committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_on_as_uid_65534() {
+    reserved_paths(By::Nobody);
+}
+
+fn reserved_paths(by: By) {
     let plant = bash(
         "mkdir -p .longrun/sessions/0009 .LONGRUN && echo 1 > .longrun/sessions/0009/worker.pid \
          && echo x > .LONGRUN/x && git add -Af . && git commit -qm plant",
@@ -182,7 +207,7 @@ fn committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_o
         honest("a", &[], vec![turn(vec![plant]), turn(vec![craft])]),
         honest("a", &[], vec![]),
     ]);
-    let out = run(&env, 2);
+    let out = run_by(&env, 2, by);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "rejected", ".longrun/sessions/0009/worker.pid");
     assert_verdict(&env, 2, "rejected", ".LONGRUN/x");
@@ -198,6 +223,15 @@ fn committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_o
 
 #[test]
 fn the_work_tree_sync_never_writes_through_a_symlink() {
+    sync_through_symlink(By::Root);
+}
+
+#[test]
+fn the_work_tree_sync_never_writes_through_a_symlink_as_uid_65534() {
+    sync_through_symlink(By::Nobody);
+}
+
+fn sync_through_symlink(by: By) {
     let env = Env::new();
     let outside = env.path("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -215,7 +249,7 @@ fn the_work_tree_sync_never_writes_through_a_symlink() {
         "3": honest("b", &["a"], vec![turn(vec![through])]),
     }));
     assert!(env.init(SPEC, &model).status.success());
-    let out = run(&env, 1);
+    let out = run_by(&env, 1, by);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     // The user checks the symlink out in the project (as `git checkout` does).
@@ -225,7 +259,7 @@ fn the_work_tree_sync_never_writes_through_a_symlink() {
         .unwrap()
         .file_type()
         .is_symlink());
-    let out = run(&env, 1);
+    let out = run_by(&env, 1, by);
     assert!(out.status.success(), "{}", text(&out));
     // The session's work is accepted and on main, but nothing was written outside.
     assert_verdict(&env, 3, "accepted", "");
@@ -268,7 +302,7 @@ fn uncommitted_a() -> Value {
 }
 
 /// Session 2 runs `attack` (made with the env's paths), session 3 is honest on `a`.
-fn attack_then_control(attack: impl Fn(&Env) -> Vec<Value>) -> (Env, String) {
+fn attack_then_control_by(by: By, attack: impl Fn(&Env) -> Vec<Value>) -> (Env, String) {
     let env = Env::new();
     let attack = hostile(attack(&env));
     let env = setup(
@@ -278,14 +312,23 @@ fn attack_then_control(attack: impl Fn(&Env) -> Vec<Value>) -> (Env, String) {
         "",
     );
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = run(&env, 2);
+    let out = run_by(&env, 2, by);
     assert!(out.status.success(), "{}", text(&out));
     (env, before)
 }
 
 #[test]
 fn a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing() {
-    let (env, before) = attack_then_control(|env| {
+    dot_git_file(By::Root);
+}
+
+#[test]
+fn a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing_as_uid_65534() {
+    dot_git_file(By::Nobody);
+}
+
+fn dot_git_file(by: By) {
+    let (env, before) = attack_then_control_by(by, |env| {
         let git = env.project().join(".git");
         vec![
             uncommitted_a(),
@@ -307,7 +350,16 @@ fn a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing() 
 
 #[test]
 fn core_worktree_in_the_clone_fails_the_session() {
-    let (env, before) = attack_then_control(|_| {
+    core_worktree(By::Root);
+}
+
+#[test]
+fn core_worktree_in_the_clone_fails_the_session_as_uid_65534() {
+    core_worktree(By::Nobody);
+}
+
+fn core_worktree(by: By) {
+    let (env, before) = attack_then_control_by(by, |_| {
         vec![
             uncommitted_a(),
             turn(vec![bash("git config core.worktree /etc")]),
@@ -321,7 +373,16 @@ fn core_worktree_in_the_clone_fails_the_session() {
 
 #[test]
 fn a_commondir_in_the_clone_fails_the_session() {
-    let (env, before) = attack_then_control(|env| {
+    commondir(By::Root);
+}
+
+#[test]
+fn a_commondir_in_the_clone_fails_the_session_as_uid_65534() {
+    commondir(By::Nobody);
+}
+
+fn commondir(by: By) {
+    let (env, before) = attack_then_control_by(by, |env| {
         vec![
             uncommitted_a(),
             turn(vec![bash(&format!(
@@ -335,7 +396,16 @@ fn a_commondir_in_the_clone_fails_the_session() {
 
 #[test]
 fn a_garbage_head_fails_the_session() {
-    let (env, before) = attack_then_control(|_| {
+    garbage_head(By::Root);
+}
+
+#[test]
+fn a_garbage_head_fails_the_session_as_uid_65534() {
+    garbage_head(By::Nobody);
+}
+
+fn garbage_head(by: By) {
+    let (env, before) = attack_then_control_by(by, |_| {
         vec![
             uncommitted_a(),
             turn(vec![bash(
@@ -348,7 +418,16 @@ fn a_garbage_head_fails_the_session() {
 
 #[test]
 fn a_corrupt_object_fails_the_session() {
-    let (env, before) = attack_then_control(|_| {
+    corrupt_object(By::Root);
+}
+
+#[test]
+fn a_corrupt_object_fails_the_session_as_uid_65534() {
+    corrupt_object(By::Nobody);
+}
+
+fn corrupt_object(by: By) {
+    let (env, before) = attack_then_control_by(by, |_| {
         vec![
             uncommitted_a(),
             turn(vec![bash(
