@@ -72,6 +72,36 @@ impl Env {
         cmd
     }
 
+    /// Run longrun with `args` as uid 65534 (`nobody`): the temp dir, project
+    /// included, is handed to it for the run and taken back after, for the
+    /// test's own git to read. Needs the tests to run as root.
+    pub fn run_as_nobody(&self, args: &[&str]) -> Output {
+        let home = self.path("nobody-home");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        let chown = |owner: &str| {
+            let done = Command::new("chown")
+                .args(["-R", owner])
+                .arg(self.root.path())
+                .status()
+                .expect("chown");
+            assert!(done.success(), "chown -R {owner}");
+        };
+        chown("65534:65534");
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_longrun"))
+            .args(args)
+            .current_dir(self.root.path())
+            .env_remove("LONGRUN_MODEL")
+            .env_remove("RUST_LOG")
+            .envs(GIT_IDENTITY.iter().copied())
+            .env("HOME", &home)
+            .output()
+            .expect("run longrun as uid 65534");
+        chown("0:0");
+        out
+    }
+
     /// Run longrun with `args`; returns the output.
     pub fn run(&self, args: &[&str]) -> Output {
         self.longrun().args(args).output().expect("run longrun")

@@ -132,6 +132,17 @@ pub fn continue_n(env: &Env, n: u32) -> std::process::Output {
     ])
 }
 
+/// [`continue_n`] as uid 65534, who then owns the project.
+pub fn continue_n_as_nobody(env: &Env, n: u32) -> std::process::Output {
+    env.run_as_nobody(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--sessions",
+        &n.to_string(),
+    ])
+}
+
 /// Session `n`'s verdict and reasons from the log.
 pub fn verdict(env: &Env, n: u32) -> (String, String) {
     let log = env.log_json();

@@ -8,16 +8,35 @@ use serde_json::json;
 
 use crate::common::*;
 use crate::verified::{
-    assert_accepted, assert_rejected, calc_project, continue_n, honest_mul, list, session, verdict,
+    assert_accepted, assert_rejected, calc_project, continue_n, continue_n_as_nobody, honest_mul,
+    list, session, verdict,
 };
 
 /// calc.py whose import does `attack` and whose mul is wrong.
+/// `continue` for `n` sessions, as uid 65534 when `nobody`.
+fn continue_by(env: &crate::common::Env, nobody: bool, n: u32) -> std::process::Output {
+    if nobody {
+        continue_n_as_nobody(env, n)
+    } else {
+        continue_n(env, n)
+    }
+}
+
 fn wrong_mul_after(attack: &str) -> String {
     format!("import os\nimport glob\n{attack}\n\n\ndef mul(a, b):\n    return 0\n")
 }
 
 #[test]
 fn checked_code_rewriting_result_files_and_check_scripts_forges_nothing() {
+    forged_results(false);
+}
+
+#[test]
+fn checked_code_rewriting_result_files_and_check_scripts_forges_nothing_as_uid_65534() {
+    forged_results(true);
+}
+
+fn forged_results(nobody: bool) {
     // Where the old runner kept its scripts and results, and everywhere
     // else the code can reach: every *.rc says 0, every *.sh exits 0.
     let attack = "for root in [os.environ.get('TMPDIR', '/tmp'), os.environ.get('HOME', '/'), '..', '../..']:\n    \
@@ -40,7 +59,7 @@ fn checked_code_rewriting_result_files_and_check_scripts_forges_nothing() {
             honest_mul(),
         ],
     );
-    let out = continue_n(&env, 2);
+    let out = continue_by(&env, nobody, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
@@ -90,6 +109,15 @@ fn a_result_log_symlinked_to_proc_environ_leaks_no_key() {
 
 #[test]
 fn check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on() {
+    nul_output(false);
+}
+
+#[test]
+fn check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on_as_uid_65534() {
+    nul_output(true);
+}
+
+fn nul_output(nobody: bool) {
     let attack = "import sys\nsys.stdout.buffer.write(b'before\\0after \\xff\\xfe \\x1b[2J\\r\\n')\nsys.stdout.flush()";
     let env = calc_project(
         None,
@@ -101,7 +129,7 @@ fn check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on() {
             honest_mul(),
         ],
     );
-    let out = continue_n(&env, 2);
+    let out = continue_by(&env, nobody, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
