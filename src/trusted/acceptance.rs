@@ -184,6 +184,46 @@ pub fn freeze(
     Ok(Some((oid, frozen)))
 }
 
+/// When an initializer given a feature list is accepted: the features
+/// given as passing whose checks failed on its tree (`ids`) set back to
+/// `passes: false` by a commit of the orchestrator's on top of `head`.
+/// None when there are none.
+pub fn reset_given(project: &Project, head: Oid, ids: &[String]) -> anyhow::Result<Option<Oid>> {
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let repo = &project.repo;
+    let text = repo::read_file_at(repo, head, crate::features::FILE_NAME)?.unwrap_or_default();
+    let text = crate::features::reset_passes(&text, ids).map_err(anyhow::Error::msg)?;
+    let commit = repo.find_commit(head)?;
+    let mut tree = repo.treebuilder(Some(&commit.tree()?))?;
+    tree.insert(
+        crate::features::FILE_NAME,
+        repo.blob(text.as_bytes())?,
+        0o100644,
+    )?;
+    let tree = repo.find_tree(tree.write()?)?;
+    let sig = repo::signature()?;
+    let listed: Vec<String> = ids
+        .iter()
+        .map(|id| format!("- {}", crate::sanitize::line(id)))
+        .collect();
+    let message = format!(
+        "longrun: reset the features given as passing whose checks fail\n\n\
+         These features came in marked passing (init --features), but their\n\
+         checks failed on the initializer's tree, so they start over as failing.\n\n{}\n",
+        listed.join("\n")
+    );
+    Ok(Some(repo.commit(
+        None,
+        &sig,
+        &sig,
+        &message,
+        &tree,
+        &[&commit],
+    )?))
+}
+
 /// longrun.toml's text with `paths` added to `[run] frozen` (sorted, no
 /// repeats), comments and layout kept; and the whole list.
 fn with_frozen(text: &str, paths: &[String]) -> anyhow::Result<(String, Vec<String>)> {

@@ -163,6 +163,7 @@ pub async fn run_session(
     };
     let mut reasons = Vec::new();
     let mut review = None;
+    let mut given_failing = Vec::new();
     phases.mark("import");
     // Verified merges go one at a time: checks run on what main would become.
     let _turn = merges.lock().await;
@@ -174,13 +175,17 @@ pub async fn run_session(
             plan: &plan,
             dir: &dir,
             base,
+            given_failing: Default::default(),
         };
         reporter.phase(plan.number, "verifying");
         match checked
             .verify(work, &mut transcript, reporter, &mut phases)
             .await
         {
-            Ok((found, answer)) => (reasons, review) = (found, answer),
+            Ok((found, answer)) => {
+                (reasons, review) = (found, answer);
+                given_failing = checked.given_failing.take();
+            }
             Err(e) => failures.push(format!("verification could not run on its work: {e:#}")),
         }
     }
@@ -232,6 +237,14 @@ pub async fn run_session(
     };
     let mut head = imported.as_ref().map(|w| w.head).unwrap_or(base);
     if verdict == Verdict::Accepted && plan.role == Role::Initializer {
+        // Features given as passing whose checks fail start over as failing.
+        if let Some(reset) = super::acceptance::reset_given(project, head, &given_failing)? {
+            head = reset;
+            reporter.line(&format!(
+                "given as passing but their checks fail, so set back to failing: {}",
+                given_failing.join(", ")
+            ));
+        }
         // The acceptance tests are fixed now: `[run] frozen` in the accepted commit.
         if let Some((frozen, paths)) = super::acceptance::freeze(project, base, head)? {
             head = frozen;
@@ -311,6 +324,8 @@ struct Checked<'a> {
     plan: &'a SessionPlan,
     dir: &'a Path,
     base: git2::Oid,
+    /// At init, the features given as passing whose checks did not pass.
+    given_failing: std::cell::RefCell<Vec<String>>,
 }
 
 impl Checked<'_> {
@@ -325,6 +340,7 @@ impl Checked<'_> {
         reporter: &Reporter,
         phases: &mut super::timing::Phases,
     ) -> anyhow::Result<(Vec<String>, Option<String>)> {
+        self.given_failing.borrow_mut().clear();
         let (project, plan) = (self.project, self.plan);
         let collected = verify::Work {
             head: work.head,
@@ -386,6 +402,7 @@ impl Checked<'_> {
             }
         }
         reasons.extend(verify::check_problems(&checks));
+        *self.given_failing.borrow_mut() = verify::given_passing_that_fail(&checks);
         let (Some(reviewer), Some(feature), true) =
             (&plan.reviewer, &plan.feature, reasons.is_empty())
         else {

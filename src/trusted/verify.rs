@@ -161,6 +161,10 @@ pub enum StepKind {
     /// At init, a feature's check on the initializer's tree, which must
     /// run and fail (FAIL_TO_PASS).
     Acceptance,
+    /// At init, the check of a feature given as passing (`init --features`
+    /// from a half-built project): when it does not pass, the feature is set
+    /// back to failing in the accepted commit; not a rejection.
+    GivenPassing,
 }
 
 /// Run the steps of this verification in the checkout, each its own
@@ -278,11 +282,20 @@ fn plan_steps(
         Role::Initializer => {
             let text = std::fs::read_to_string(place.dir.join(features::FILE_NAME));
             if let Some(list) = text.ok().and_then(|t| FeatureList::parse(&t).ok()) {
-                // A feature given as passing (`init --features`) is not
-                // expected to fail; only the others are FAIL_TO_PASS.
-                for f in list.features.iter().filter(|f| !f.passes) {
-                    let name = format!("feature {} {ACCEPTANCE}", f.id);
-                    parallel.extend(check_of(f, StepKind::Acceptance, name));
+                // A feature given as passing (`init --features`) must pass
+                // its check to stay passing; the others are FAIL_TO_PASS.
+                for f in &list.features {
+                    let (kind, name) = match f.passes {
+                        false => (
+                            StepKind::Acceptance,
+                            format!("feature {} {ACCEPTANCE}", f.id),
+                        ),
+                        true => (
+                            StepKind::GivenPassing,
+                            format!("feature {} {GIVEN_PASSING}", f.id),
+                        ),
+                    };
+                    parallel.extend(check_of(f, kind, name));
                 }
             }
         }
@@ -292,6 +305,17 @@ fn plan_steps(
 
 /// The name prefix of a feature's check run on the initializer's tree.
 pub const ACCEPTANCE: &str = "(must fail before the work)";
+/// The name suffix of the check of a feature given as passing, at init.
+pub const GIVEN_PASSING: &str = "(given as passing)";
+
+/// The features given as passing whose checks did not pass at init: they
+/// are set back to failing when the initializer is accepted.
+pub fn given_passing_that_fail(runs: &[CheckRun]) -> Vec<String> {
+    runs.iter()
+        .filter(|r| r.kind == StepKind::GivenPassing && !r.passed)
+        .filter_map(|r| r.feature.clone())
+        .collect()
+}
 
 /// Runs steps in one checkout, each with fresh scratch directories.
 struct Runner {
@@ -430,6 +454,7 @@ pub fn check_problems(runs: &[CheckRun]) -> Vec<String> {
                  write the acceptance test it runs now, so that it runs and fails"
             )),
             (StepKind::Acceptance, _) => {}
+            (StepKind::GivenPassing, _) => {}
             (_, Outcome::Passed) => {}
             (StepKind::Setup, o) => problems.push(format!(
                 "init.sh failed ({}){last}; no check ran",

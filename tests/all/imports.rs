@@ -130,3 +130,54 @@ fn an_initializer_that_rewrites_a_given_list_is_rejected() {
         text(&out)
     );
 }
+
+#[test]
+fn features_given_as_passing_stay_passing_only_if_their_checks_pass_at_init() {
+    let env = Env::new();
+    let given = json!({"features": [
+        {"id": "spec", "description": "The spec is there", "passes": true},
+        {"id": "bye", "description": "A farewell", "passes": true},
+        {"id": "hello", "description": "A greeting", "passes": false},
+    ]});
+    let with_checks = json!([
+        {"id": "spec", "description": "The spec is there", "check": "test -f SPEC.md", "passes": true},
+        {"id": "bye", "description": "A farewell", "check": "test -f bye.txt", "passes": true},
+        {"id": "hello", "description": "A greeting", "check": "test -f hello.txt", "passes": false},
+    ]);
+    let model = env.model(json!({"1": checks_added(with_checks)}));
+    let out = init_with(&env, "features.json", &given.to_string(), &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let list = on_main_list(&env);
+    let passes: Vec<(String, bool)> = list["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["passes"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    // `spec`'s check passes on the initializer's tree, so it stays passing;
+    // `bye`'s fails there, so it starts over; `hello` was never passing.
+    assert_eq!(
+        passes,
+        [
+            ("spec".into(), true),
+            ("bye".into(), false),
+            ("hello".into(), false)
+        ]
+    );
+    assert!(
+        text(&out).contains("set back to failing: bye"),
+        "init does not say which features were reset: {}",
+        text(&out)
+    );
+    let log = env.git(&["log", "--format=%s", "main"]);
+    assert!(
+        log.contains("reset the features given as passing whose checks fail"),
+        "{log}"
+    );
+    assert_eq!(env.log_json()[0]["verdict"], "accepted");
+}
