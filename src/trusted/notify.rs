@@ -28,7 +28,7 @@ const OUTPUT_CAP: u64 = 4096;
 /// Something a person wants to hear about.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
-    /// `run_finished`, `feature_stuck`, `rejected_in_a_row`.
+    /// `run_finished`, `feature_stuck`, `rejected_in_a_row`, `run_paused`, `run_resumed`.
     pub kind: &'static str,
     /// One line, for a phone's lock screen.
     pub summary: String,
@@ -278,6 +278,27 @@ pub fn run_finished(outcome: &str, code: u8, passing: usize, total: usize) -> Ev
             how.replace('_', " ")
         ),
         fields: json!({"outcome": outcome, "exit_code": code, "passing": passing, "total": total}),
+    }
+}
+
+/// The provider stopped answering and the run waits for it.
+pub fn run_paused(reason: &str) -> Event {
+    Event {
+        kind: "run_paused",
+        summary: format!(
+            "longrun: paused, waiting for the provider: {}",
+            crate::sanitize::line(reason)
+        ),
+        fields: json!({"reason": crate::sanitize::line(reason)}),
+    }
+}
+
+/// The provider answered again and the run went on by itself.
+pub fn run_resumed(waited: std::time::Duration) -> Event {
+    Event {
+        kind: "run_resumed",
+        summary: format!("longrun: resumed after {} s paused", waited.as_secs()),
+        fields: json!({"waited_s": waited.as_secs_f64()}),
     }
 }
 

@@ -254,6 +254,10 @@ pub async fn run_sessions(
         }
         let Some(result) = running.next().await else {
             if let (None, Some(p)) = (ending, pause.take()) {
+                if let Some(n) = notifier {
+                    n.send(notify::run_paused(&p.reason), reporter);
+                }
+                let paused_at = std::time::Instant::now();
                 let resume = wait_out(
                     &models.worker,
                     &p,
@@ -264,7 +268,12 @@ pub async fn run_sessions(
                 )
                 .await;
                 match after_wait(resume, args.max_wait, reporter) {
-                    None => continue,
+                    None => {
+                        if let Some(n) = notifier {
+                            n.send(notify::run_resumed(paused_at.elapsed()), reporter);
+                        }
+                        continue;
+                    }
                     Some(done) => return Ok(done),
                 }
             }

@@ -77,6 +77,25 @@ fn a_provider_that_is_down_pauses_the_run_which_resumes_when_it_is_back() {
     let (env, _init_server) = initialized(Vec::new());
     let port = closed_port();
     let base = format!("http://127.0.0.1:{port}/v1");
+    // The notifier sends each event to a listener on loopback, as a webhook would.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let notify_port = listener.local_addr().unwrap().port();
+    let heard = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut events = Vec::new();
+        for conn in listener.incoming() {
+            let mut text = String::new();
+            conn.unwrap().read_to_string(&mut text).unwrap();
+            let event: Value = serde_json::from_str(text.trim()).unwrap();
+            let last = event["type"] == "run_finished";
+            events.push(event);
+            if last {
+                break;
+            }
+        }
+        events
+    });
+    let notify = format!("exec 3<>/dev/tcp/127.0.0.1/{notify_port}; cat >&3");
     let mut child = longrun(&env)
         .args([
             "continue",
@@ -85,6 +104,8 @@ fn a_provider_that_is_down_pauses_the_run_which_resumes_when_it_is_back() {
             "--json",
             "--base-url",
             &base,
+            "--notify",
+            &notify,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -141,6 +162,14 @@ fn a_provider_that_is_down_pauses_the_run_which_resumes_when_it_is_back() {
     let st = status(&env);
     assert_eq!(st["features"][0]["passes"], true);
     assert_eq!(st["features"][0]["failed_attempts"], 0);
+    // A person hears of the pause, of the run going on, and of its end.
+    let kinds: Vec<String> = heard
+        .join()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["run_paused", "run_resumed", "run_finished"]);
 }
 
 #[test]
