@@ -459,6 +459,17 @@ impl Config {
     }
 }
 
+impl Config {
+    /// A `[model.ROLE]` table naming the role's own model, for longrun.toml.
+    pub fn render_role(role: &str, provider: &str, name: &str) -> String {
+        format!(
+            "\n[model.{role}]\nprovider = {}\nname = {}\n",
+            toml_string(provider),
+            toml_string(name)
+        )
+    }
+}
+
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }

@@ -215,6 +215,14 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
         if let Some(file) = &profile_file {
             text = protect(&text, file);
         }
+        // `--model-for ROLE=MODEL` is kept too, so that `continue` uses it.
+        for item in &args.model_for {
+            let Some((role, _)) = item.split_once('=') else {
+                continue;
+            };
+            let (spec, _) = super::models::resolve_role(role, &choice, &config, &dir)?;
+            text.push_str(&Config::render_role(role, spec.kind.prefix(), &spec.name));
+        }
         std::fs::write(&toml_path, text)
             .with_context(|| format!("failed to write {}", toml_path.display()))?;
     }

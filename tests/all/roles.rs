@@ -152,6 +152,33 @@ fn model_for_overrides_the_settings_of_one_role() {
     );
 }
 
+#[test]
+fn init_keeps_model_for_in_longrun_toml_for_later_runs() {
+    let env = Env::new();
+    let list = features(&[("a", false, "test -f a.txt")]);
+    let main = model_file(
+        &env,
+        "main.json",
+        json!({"1": initializer(&list), "*": [done("idle")]}),
+    );
+    let other = model_file(&env, "other.json", json!({"*": builder()}));
+    let out = env
+        .init_command("# Spec\nA file.\n", &format!("scripted:{main}"))
+        .args(["--model-for", &format!("worker=scripted:{other}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let toml = env.on_main("longrun.toml").unwrap();
+    assert!(toml.contains("[model.worker]"), "{toml}");
+    // A later run without the flag still gives the worker its own model.
+    let out = env.run(&["continue", "--dir", &env.dir_arg()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        trailer(&env, 2, "Longrun-Model"),
+        [format!("scripted:{other} (subagents scripted:{main})")]
+    );
+}
+
 /// A project with `[review] mode` and a reviewer answering `answer`; one worker session.
 fn reviewed(mode: &str, answer: &str) -> Env {
     let env = Env::new();
