@@ -22,6 +22,16 @@ pub const GIT_IDENTITY: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", "test@longrun.invalid"),
 ];
 
+/// A test that cannot run on this machine says so loudly, and under CI
+/// (`CI` set, where .ci/run installs everything and runs as root) fails
+/// instead, so that a missing prerequisite never passes as green.
+pub fn skip(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("cannot run under CI: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
 /// A temp directory holding a project dir and whatever a test writes beside it.
 pub struct Env {
     pub root: tempfile::TempDir,

@@ -2,7 +2,7 @@
 //! profile lists through longrun's proxy, and nothing else. The registry is
 //! a stand-in served on loopback (127.0.0.2, which inside the sandbox is not
 //! the host's); no test here reaches anything but loopback, except the one
-//! that installs from PyPI when LONGRUN_TEST_PYPI is set.
+//! that installs from PyPI, run only when asked (`--ignored`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::common::text;
+use crate::common::{skip, text};
 
 /// A static file server on 127.0.0.2 that counts its connections: the
 /// stand-in registry, or (never to be reached) another host.
@@ -301,7 +301,7 @@ fn system_pip() -> Option<&'static str> {
 #[test]
 fn pip_installs_from_the_stand_in_index_and_not_from_another_host() {
     let Some(pip) = system_pip() else {
-        eprintln!("skipped: no /usr/bin/python3 with pip on this machine");
+        skip("no /usr/bin/python3 with pip on this machine (Debian's python3-pip)");
         return;
     };
     let files = tempfile::tempdir().unwrap();
@@ -327,15 +327,12 @@ fn pip_installs_from_the_stand_in_index_and_not_from_another_host() {
     assert_eq!(other.connections(), 0, "{said}");
 }
 
-/// Opt-in (it reaches the real PyPI): LONGRUN_TEST_PYPI=1 cargo test pypi.
+/// Opt-in (it reaches the real PyPI): cargo test --test all -- --ignored pypi.
 #[test]
+#[ignore = "reaches the real PyPI: cargo test --test all -- --ignored pypi"]
 fn a_real_package_installs_from_pypi_with_the_default_registries() {
-    if std::env::var_os("LONGRUN_TEST_PYPI").is_none() {
-        eprintln!("skipped: set LONGRUN_TEST_PYPI=1 to install a package from the real PyPI");
-        return;
-    }
     let Some(pip) = system_pip() else {
-        panic!("LONGRUN_TEST_PYPI is set but there is no /usr/bin/python3 with pip");
+        panic!("there is no /usr/bin/python3 with pip (Debian's python3-pip)");
     };
     let profile = "description = \"the default registries\"\nnetwork = \"registries\"\n\
                    landlock = \"best-effort\"\n[limits]\nprocesses = 512\nmemory_mb = 4096\n\

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{self, stderr, text, Env};
+use crate::common::{self, skip, stderr, text, Env};
 
 const NOBODY: u32 = 65534;
 
@@ -439,7 +439,7 @@ fn unix_sockets_under_run_and_tmp_are_unreachable_but_inside_work() {
     // own socket, container daemons) and /tmp (tmux's socket sits at a known
     // path there) are covered instead.
     if !nix::unistd::getuid().is_root() {
-        eprintln!("skipped: only root can make a socket under /run");
+        skip("only root can make a socket under /run");
         return;
     }
     let pid = std::process::id();
