@@ -101,6 +101,21 @@ enum By {
     Nobody,
 }
 
+/// Two tests of one attack: `continue` as root, and as uid 65534.
+macro_rules! by_both {
+    ($as_root:ident, $as_nobody:ident, $attack:ident) => {
+        #[test]
+        fn $as_root() {
+            $attack(By::Root);
+        }
+
+        #[test]
+        fn $as_nobody() {
+            $attack(By::Nobody);
+        }
+    };
+}
+
 fn run_by(env: &Env, sessions: u32, by: By) -> std::process::Output {
     match by {
         By::Root => run(env, sessions),
@@ -118,33 +133,15 @@ fn run(env: &Env, sessions: u32) -> std::process::Output {
     ])
 }
 
-/// `continue` as uid 65534, the temp dir (project included) handed to it
-/// for the run and taken back after, for the test's own git to read.
+/// `continue` as uid 65534, who then owns the project.
 fn run_as_nobody(env: &Env, sessions: u32) -> std::process::Output {
-    let home = env.path("nobody-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let chown = |owner: &str| {
-        let done = std::process::Command::new("chown")
-            .args(["-R", owner])
-            .arg(env.root.path())
-            .status()
-            .unwrap();
-        assert!(done.success());
-    };
-    chown("65534:65534");
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_longrun"))
-        .args(["continue", "--dir", &env.dir_arg(), "--sessions"])
-        .arg(sessions.to_string())
-        .current_dir(env.root.path())
-        .env_remove("LONGRUN_MODEL")
-        .env_remove("RUST_LOG")
-        .env("HOME", &home)
-        .output()
-        .unwrap();
-    chown("0:0");
-    out
+    env.run_as_nobody(&[
+        "continue",
+        "--dir",
+        &env.dir_arg(),
+        "--sessions",
+        &sessions.to_string(),
+    ])
 }
 
 /// Session `n`'s verdict and reasons from `longrun log`.
@@ -181,15 +178,11 @@ fn assert_transcript_verdict(env: &Env, n: u32, want: &str) {
 
 // ---- Session state and the work tree ----
 
-#[test]
-fn committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_on() {
-    reserved_paths(By::Root);
-}
-
-#[test]
-fn committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_on_as_uid_65534() {
-    reserved_paths(By::Nobody);
-}
+by_both!(
+    committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_on,
+    committed_paths_under_dot_longrun_in_any_case_are_rejected_and_the_run_goes_on_as_uid_65534,
+    reserved_paths
+);
 
 fn reserved_paths(by: By) {
     let plant = bash(
@@ -221,15 +214,11 @@ fn reserved_paths(by: By) {
     assert_eq!(env.on_main("a.txt").as_deref(), Some("done\n"));
 }
 
-#[test]
-fn the_work_tree_sync_never_writes_through_a_symlink() {
-    sync_through_symlink(By::Root);
-}
-
-#[test]
-fn the_work_tree_sync_never_writes_through_a_symlink_as_uid_65534() {
-    sync_through_symlink(By::Nobody);
-}
+by_both!(
+    the_work_tree_sync_never_writes_through_a_symlink,
+    the_work_tree_sync_never_writes_through_a_symlink_as_uid_65534,
+    sync_through_symlink
+);
 
 fn sync_through_symlink(by: By) {
     let env = Env::new();
@@ -317,15 +306,11 @@ fn attack_then_control_by(by: By, attack: impl Fn(&Env) -> Vec<Value>) -> (Env, 
     (env, before)
 }
 
-#[test]
-fn a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing() {
-    dot_git_file(By::Root);
-}
-
-#[test]
-fn a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing_as_uid_65534() {
-    dot_git_file(By::Nobody);
-}
+by_both!(
+    a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing,
+    a_dot_git_file_pointing_at_the_project_fails_the_session_and_lands_nothing_as_uid_65534,
+    dot_git_file
+);
 
 fn dot_git_file(by: By) {
     let (env, before) = attack_then_control_by(by, |env| {
@@ -348,15 +333,11 @@ fn dot_git_file(by: By) {
         .is_empty());
 }
 
-#[test]
-fn core_worktree_in_the_clone_fails_the_session() {
-    core_worktree(By::Root);
-}
-
-#[test]
-fn core_worktree_in_the_clone_fails_the_session_as_uid_65534() {
-    core_worktree(By::Nobody);
-}
+by_both!(
+    core_worktree_in_the_clone_fails_the_session,
+    core_worktree_in_the_clone_fails_the_session_as_uid_65534,
+    core_worktree
+);
 
 fn core_worktree(by: By) {
     let (env, before) = attack_then_control_by(by, |_| {
@@ -371,15 +352,11 @@ fn core_worktree(by: By) {
         .is_empty());
 }
 
-#[test]
-fn a_commondir_in_the_clone_fails_the_session() {
-    commondir(By::Root);
-}
-
-#[test]
-fn a_commondir_in_the_clone_fails_the_session_as_uid_65534() {
-    commondir(By::Nobody);
-}
+by_both!(
+    a_commondir_in_the_clone_fails_the_session,
+    a_commondir_in_the_clone_fails_the_session_as_uid_65534,
+    commondir
+);
 
 fn commondir(by: By) {
     let (env, before) = attack_then_control_by(by, |env| {
@@ -394,15 +371,11 @@ fn commondir(by: By) {
     assert_refused_then_control(&env, &before, 2, "failed", "commondir");
 }
 
-#[test]
-fn a_garbage_head_fails_the_session() {
-    garbage_head(By::Root);
-}
-
-#[test]
-fn a_garbage_head_fails_the_session_as_uid_65534() {
-    garbage_head(By::Nobody);
-}
+by_both!(
+    a_garbage_head_fails_the_session,
+    a_garbage_head_fails_the_session_as_uid_65534,
+    garbage_head
+);
 
 fn garbage_head(by: By) {
     let (env, before) = attack_then_control_by(by, |_| {
@@ -416,15 +389,11 @@ fn garbage_head(by: By) {
     assert_refused_then_control(&env, &before, 2, "failed", "could not be kept");
 }
 
-#[test]
-fn a_corrupt_object_fails_the_session() {
-    corrupt_object(By::Root);
-}
-
-#[test]
-fn a_corrupt_object_fails_the_session_as_uid_65534() {
-    corrupt_object(By::Nobody);
-}
+by_both!(
+    a_corrupt_object_fails_the_session,
+    a_corrupt_object_fails_the_session_as_uid_65534,
+    corrupt_object
+);
 
 fn corrupt_object(by: By) {
     let (env, before) = attack_then_control_by(by, |_| {
