@@ -10,6 +10,11 @@ use git2::{Oid, Repository};
 
 /// Paths with uncommitted changes (untracked files included, ignored ones not).
 pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    Ok(status(repo)?.into_iter().map(|(path, _)| path).collect())
+}
+
+/// Each changed path with its status, untracked files included, ignored ones not.
+fn status(repo: &Repository) -> anyhow::Result<Vec<(String, git2::Status)>> {
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -19,7 +24,7 @@ pub fn dirty_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
         .context("failed to read git status")?;
     Ok(statuses
         .iter()
-        .filter_map(|s| s.path().map(str::to_string))
+        .filter_map(|s| Some((s.path()?.to_string(), s.status())))
         .collect())
 }
 
@@ -60,17 +65,10 @@ pub fn is_build_output(path: &str) -> bool {
 /// untracked build output ([`is_build_output`]); what `.gitignore` ignores
 /// is left out already.
 pub fn uncommitted_paths(repo: &Repository) -> anyhow::Result<Vec<String>> {
-    let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .context("failed to read git status")?;
-    Ok(statuses
-        .iter()
-        .filter(|s| !(s.status() == git2::Status::WT_NEW && s.path().is_some_and(is_build_output)))
-        .filter_map(|s| s.path().map(str::to_string))
+    Ok(status(repo)?
+        .into_iter()
+        .filter(|(path, st)| !(*st == git2::Status::WT_NEW && is_build_output(path)))
+        .map(|(path, _)| path)
         .collect())
 }
 

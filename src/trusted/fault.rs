@@ -59,22 +59,7 @@ mod tests {
     use crate::broker::{WorkerEnd, WorkerReport};
 
     fn run(stop: Stop) -> WorkerRun {
-        WorkerRun {
-            report: None,
-            stop,
-            exit: String::new(),
-            usage: Default::default(),
-            cost_usd: 0.0,
-            requests: 0,
-            killed_by: None,
-            fatal: None,
-            loops: Vec::new(),
-            sandbox: None,
-            model_error: None,
-            over_budget: None,
-            violations: 0,
-            network: Vec::new(),
-        }
+        WorkerRun::new(stop)
     }
 
     fn reported(ended: WorkerEnd) -> WorkerRun {

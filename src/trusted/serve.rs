@@ -86,6 +86,28 @@ pub struct WorkerRun {
     pub model_error: Option<ModelError>,
 }
 
+impl WorkerRun {
+    /// Nothing counted yet; `stop` says how it ended.
+    pub fn new(stop: Stop) -> WorkerRun {
+        WorkerRun {
+            report: None,
+            stop,
+            exit: String::new(),
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            requests: 0,
+            killed_by: None,
+            fatal: None,
+            loops: Vec::new(),
+            sandbox: None,
+            over_budget: None,
+            violations: 0,
+            network: Vec::new(),
+            model_error: None,
+        }
+    }
+}
+
 /// What the worker needs to start.
 pub struct Launch<'a> {
     pub number: u32,
@@ -170,22 +192,7 @@ pub async fn serve(
     // running a little past it is killed with the worker.
     let slack = (launch.wall_time / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
     let mut stops = Stops::new(launch.wall_time + slack, launch.grace, interrupt);
-    let mut run = WorkerRun {
-        report: None,
-        stop: Stop::Exited,
-        exit: String::new(),
-        usage: Usage::default(),
-        cost_usd: 0.0,
-        requests: 0,
-        killed_by: None,
-        fatal: None,
-        loops: Vec::new(),
-        sandbox: None,
-        over_budget: None,
-        violations: 0,
-        network: Vec::new(),
-        model_error: None,
-    };
+    let mut run = WorkerRun::new(Stop::Exited);
     let mut first = true;
     loop {
         let line = match stops
