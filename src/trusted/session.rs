@@ -296,9 +296,9 @@ fn over_size(project: &Project, work: &Path) -> Option<String> {
 /// stay. `[run] keep_sessions = N` keeps the last N sessions' files whole.
 fn remove_session_files(project: &Project, number: u32) {
     let keep = project.config.run.keep_sessions;
-    let recorded: Vec<u32> = match project.history() {
+    let recorded: std::collections::HashSet<u32> = match project.history() {
         Ok(h) => h.sessions.iter().map(|s| s.session).collect(),
-        Err(_) => vec![number],
+        Err(_) => [number].into(),
     };
     let newest = recorded.iter().copied().max().unwrap_or(number).max(number);
     for n in state::session_dir_numbers(&project.dir) {
