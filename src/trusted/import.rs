@@ -317,11 +317,14 @@ fn check_connected(
         walk.hide(base)?;
     }
     let odb = repo.odb()?;
+    // What the project's own store holds is complete (sessions cannot write
+    // it): only what the pack brings is walked, not the whole tree again.
+    let known = project.odb()?;
     let mut seen = std::collections::HashSet::new();
     for oid in walk {
         let oid = oid.context("its history is incomplete")?;
         let commit = repo.find_commit(oid).map_err(|_| missing("commit", oid))?;
-        check_tree(&repo, &odb, commit.tree_id(), &mut seen)?;
+        check_tree(&repo, &odb, &known, commit.tree_id(), &mut seen)?;
     }
     Ok(head)
 }
@@ -329,10 +332,11 @@ fn check_connected(
 fn check_tree(
     repo: &Repository,
     odb: &git2::Odb,
+    known: &git2::Odb,
     id: Oid,
     seen: &mut std::collections::HashSet<Oid>,
 ) -> anyhow::Result<()> {
-    if !seen.insert(id) {
+    if !seen.insert(id) || known.exists(id) {
         return Ok(());
     }
     let tree = repo
@@ -340,7 +344,7 @@ fn check_tree(
         .map_err(|_| anyhow::anyhow!("its work lacks the tree {id}"))?;
     for entry in tree.iter() {
         match entry.kind() {
-            Some(git2::ObjectType::Tree) => check_tree(repo, odb, entry.id(), seen)?,
+            Some(git2::ObjectType::Tree) => check_tree(repo, odb, known, entry.id(), seen)?,
             Some(git2::ObjectType::Blob) if seen.insert(entry.id()) && !odb.exists(entry.id()) => {
                 bail!("its work lacks the file {}", entry.id())
             }
