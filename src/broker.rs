@@ -20,6 +20,17 @@ pub const RECOVERED_ID_PREFIX: &str = "recovered_";
 pub const WORKER_FD: i32 = 3;
 /// The environment variable that tells the worker its socket fd.
 pub const FD_ENV: &str = "LONGRUN_BROKER_FD";
+/// The fd number the worker finds its end of the confinement report socket at
+/// (the registries proxy's channel is at 4).
+pub const REPORT_FD: i32 = 5;
+/// The environment variable that tells the worker its report socket's fd.
+pub const REPORT_FD_ENV: &str = "LONGRUN_REPORT_FD";
+/// The longest confinement report the orchestrator reads.
+pub const MAX_REPORT_BYTES: usize = 64 << 10;
+/// What the orchestrator answers on the report socket once it has looked at
+/// the worker from outside.
+pub const REPORT_SEEN: u8 = b'\n';
+
 /// The longest message line the orchestrator reads from the worker (a model
 /// request carries the whole conversation); a longer one is a protocol
 /// violation, skipped.
@@ -206,6 +217,32 @@ impl WorkerLink {
 }
 
 /// Set FD_CLOEXEC on `fd` (its clones from `try_clone` have it already).
+/// Worker side, right after confining itself: send what the kernel enforced
+/// as one JSON line over the report socket, wait until the orchestrator has
+/// looked at this process from outside (it answers [`REPORT_SEEN`], or
+/// closes), and close the socket. It is gone before init.sh, the first model
+/// call and the first tool: nothing the session runs can ever write to it.
+pub fn report_confinement(enforcement: &crate::sandbox::Enforcement) -> anyhow::Result<()> {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let fd: i32 = std::env::var(REPORT_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .context("the worker was started without a report socket")?;
+    // SAFETY: the orchestrator placed an open socket at this fd for us and nothing else owns it.
+    let mut stream = unsafe { UnixStream::from_raw_fd(fd) };
+    close_on_exec(&stream).context("cannot make the report socket close-on-exec")?;
+    let mut line = serde_json::to_vec(enforcement)?;
+    line.push(b'\n');
+    stream
+        .write_all(&line)
+        .context("cannot send the confinement report")?;
+    let mut seen = [0u8; 1];
+    // One byte, or end of file when the orchestrator gave up on the report.
+    let _ = stream.read(&mut seen);
+    Ok(())
+}
+
 fn close_on_exec(fd: &impl std::os::fd::AsFd) -> nix::Result<()> {
     use nix::fcntl::{fcntl, FcntlArg, FdFlag};
     let flags = FdFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFD)?);

@@ -31,12 +31,14 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("failed to read {}", config_path.display()))?;
     let config: WorkerConfig = serde_json::from_str(&text).context("worker.json is malformed")?;
     // The single place where a session's confinement is applied.
-    let enforcement =
-        crate::sandbox::confine(&config.sandbox).context("failed to confine the session")?;
+    let enforcement = if failpoint("worker-unconfined", config.session) {
+        claim_confinement(&config)
+    } else {
+        crate::sandbox::confine(&config.sandbox).context("failed to confine the session")?
+    };
+    // Over its own socket, which closes before anything else runs.
+    crate::broker::report_confinement(&enforcement)?;
     let mut link = WorkerLink::inherited()?;
-    link.send(&WorkerMessage::Event {
-        event: SessionEvent::Sandbox { enforcement },
-    })?;
     if failpoint("worker-forges", config.session) {
         forge(&mut link)?;
     }
@@ -134,7 +136,8 @@ fn run_agent(
 /// `LONGRUN_FAILPOINT=NAME:SESSION` (passed on by the orchestrator), this
 /// worker acts as a compromised one would. `worker-overspends`: it believes
 /// its budget is seven times the session's. `worker-forges`: it sends lines
-/// that break the protocol and a second sandbox report. The orchestrator
+/// that break the protocol and a sandbox report on the broker socket.
+/// `worker-unconfined`: it skips confinement and reports it anyway. The orchestrator
 /// must hold either to the rules; nothing here is trusted.
 fn failpoint(name: &str, session: u32) -> bool {
     std::env::var("LONGRUN_FAILPOINT").is_ok_and(|v| v == format!("{name}:{session}"))
@@ -152,6 +155,23 @@ fn forge(link: &mut WorkerLink) -> anyhow::Result<()> {
             enforcement: forged,
         },
     })
+}
+
+/// A worker that confines nothing and reports that it did: the orchestrator
+/// must see through it in /proc and stop it before it runs anything.
+fn claim_confinement(config: &WorkerConfig) -> crate::sandbox::Enforcement {
+    let claims = [
+        format!("profile {}", config.sandbox.profile.name),
+        "lifetime: own PID namespace; every process of the session ends with it".into(),
+        "capabilities: none (bounding set emptied)".into(),
+        "no_new_privs: set".into(),
+        "seccomp: every syscall it should deny denied".into(),
+        "landlock: fully enforced".into(),
+    ];
+    crate::sandbox::Enforcement {
+        layers: claims.into(),
+        warnings: Vec::new(),
+    }
 }
 
 /// This process's peak resident set size, from the kernel.

@@ -26,6 +26,9 @@ pub fn of(verdict: Verdict, run: &WorkerRun) -> Option<Fault> {
     let by_run = match run.stop {
         // A signal to the orchestrator, its grace period, `--max-cost`.
         Stop::Interrupted | Stop::GraceOver | Stop::CostLimit => true,
+        // The worker's process was not confined as it said: nothing of the
+        // work ran, the machine (or the longrun binary) is at fault.
+        Stop::Unconfined => true,
         // Its own budget, or a worker that broke the broker protocol.
         Stop::WallTime | Stop::Budget | Stop::Protocol => false,
         Stop::Exited => {

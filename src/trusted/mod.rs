@@ -6,6 +6,7 @@
 mod acceptance;
 mod amend;
 mod compact;
+mod confinement;
 mod control;
 mod demo;
 mod dependencies;

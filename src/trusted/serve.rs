@@ -14,7 +14,7 @@
 //! violation, recorded in the transcript, never a crash.
 
 use std::future::Future;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::pin::Pin;
@@ -50,13 +50,13 @@ pub enum Stop {
     Budget,
     /// The worker broke the broker protocol too often to go on.
     Protocol,
+    /// The kernel contradicted the worker's confinement report: stopped
+    /// before it ran anything of the session.
+    Unconfined,
 }
 
 /// Protocol violations recorded before the worker is stopped for them.
 pub const MAX_VIOLATIONS: u32 = 20;
-/// What is kept of the worker's sandbox report: lines, and characters a line.
-const MAX_SANDBOX_LINES: usize = 64;
-const MAX_SANDBOX_LINE_CHARS: usize = 400;
 
 /// What came of serving the worker.
 pub struct WorkerRun {
@@ -73,9 +73,9 @@ pub struct WorkerRun {
     pub fatal: Option<String>,
     /// What the worker's loop detector reported, one entry per trigger.
     pub loops: Vec<String>,
-    /// What the worker's kernel enforced, as the worker reported it in its
-    /// first message (a later report is ignored).
-    pub sandbox: Option<crate::sandbox::Enforcement>,
+    /// The worker's confinement: its report over the report socket, and what
+    /// the orchestrator saw of it in /proc (confinement.rs).
+    pub sandbox: Option<super::confinement::Confinement>,
     /// The budget the worker went past, as the orchestrator counted it.
     pub over_budget: Option<String>,
     /// Protocol violations seen (each is in the transcript).
@@ -120,6 +120,8 @@ pub struct Launch<'a> {
     pub cost_limit: Option<Arc<CostLimit>>,
     /// The session's budget, enforced on the requests brokered.
     pub budget: BudgetSection,
+    /// The name of the profile the worker was given, which its report must name.
+    pub profile: &'a str,
     /// The registries proxy's channel, when the session's network asks for one.
     pub proxy: Option<super::proxy::Channel>,
     /// The model of the session's `task` subagents, when not the session's own.
@@ -167,8 +169,9 @@ pub async fn serve(
 ) -> anyhow::Result<WorkerRun> {
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
-    let mut child = spawn(&launch, &theirs)?;
-    drop(theirs);
+    let (report, report_theirs) = super::confinement::socket()?;
+    let mut child = spawn(&launch, &theirs, &report_theirs)?;
+    drop((theirs, report_theirs));
     let proxy = launch
         .proxy
         .take()
@@ -193,8 +196,31 @@ pub async fn serve(
     let slack = (launch.wall_time / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
     let mut stops = Stops::new(launch.wall_time + slack, launch.grace, interrupt);
     let mut run = WorkerRun::new(Stop::Exited);
-    let mut first = true;
-    loop {
+    // First the confinement report, over its own socket; the worker waits
+    // for the answer before it runs anything of the session.
+    match stops
+        .race(super::confinement::receive(report, launch.profile))
+        .await
+    {
+        Ok(Ok(Some(confinement))) => {
+            let event = SessionEvent::Sandbox {
+                enforcement: confinement.reported.clone(),
+            };
+            reporter.event(launch.number, &event);
+            transcript.append(&Entry::Event { event })?;
+            if !confinement.contradictions.is_empty() {
+                run.stop = Stop::Unconfined;
+            }
+            run.sandbox = Some(confinement);
+        }
+        // The worker ended before it could report; its log says why.
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => {
+            violation(&launch, &mut run, transcript, format!("{e:#}"))?;
+        }
+        Err(stop) => run.stop = stop,
+    }
+    while run.stop == Stop::Exited {
         let line = match stops
             .race(read_line(&mut lines, broker::MAX_LINE_BYTES))
             .await
@@ -216,7 +242,6 @@ pub async fn serve(
                 break;
             }
         };
-        let was_first = std::mem::replace(&mut first, false);
         let message: WorkerMessage = match serde_json::from_slice(&line) {
             Ok(m) => m,
             Err(e) => {
@@ -301,9 +326,10 @@ pub async fn serve(
             }
             WorkerMessage::Event {
                 event: SessionEvent::Sandbox { .. },
-            } if !was_first => {
-                let what = "a sandbox report after the worker's first message was ignored (the \
-                            first message is the only one sent before a tool could run)"
+            } => {
+                let what = "a sandbox report on the broker socket was ignored (the worker \
+                            reports its confinement only over the report socket, closed before \
+                            any tool runs)"
                     .to_string();
                 if violation(&launch, &mut run, transcript, what)? {
                     break;
@@ -312,9 +338,6 @@ pub async fn serve(
             WorkerMessage::Event { event } => {
                 if let crate::broker::SessionEvent::LoopDetected { what, .. } = &event {
                     run.loops.push(what.clone());
-                }
-                if let SessionEvent::Sandbox { enforcement } = &event {
-                    run.sandbox = Some(bounded(enforcement));
                 }
                 reporter.event(launch.number, &event);
                 transcript.append(&Entry::Event { event })?;
@@ -451,25 +474,6 @@ pub fn spent(limits: &BudgetSection, run: &WorkerRun) -> Option<String> {
     ))
 }
 
-/// The worker's sandbox report, bounded and made of safe lines.
-fn bounded(e: &crate::sandbox::Enforcement) -> crate::sandbox::Enforcement {
-    let lines = |v: &[String]| -> Vec<String> {
-        v.iter()
-            .take(MAX_SANDBOX_LINES)
-            .map(|l| {
-                crate::sanitize::line(l)
-                    .chars()
-                    .take(MAX_SANDBOX_LINE_CHARS)
-                    .collect()
-            })
-            .collect()
-    };
-    crate::sandbox::Enforcement {
-        layers: lines(&e.layers),
-        warnings: lines(&e.warnings),
-    }
-}
-
 /// Turn the provider's result into the answer for the worker, recording it.
 fn answer(
     result: Result<crate::model::ChatResponse, ModelError>,
@@ -512,6 +516,7 @@ fn answer(
 fn spawn(
     launch: &Launch,
     theirs: &std::os::unix::net::UnixStream,
+    report: &OwnedFd,
 ) -> anyhow::Result<tokio::process::Child> {
     let log = std::fs::File::create(launch.session_dir.join("worker.log"))?;
     let mut cmd = std::process::Command::new(crate::sandbox::own_exe());
@@ -521,20 +526,32 @@ fn spawn(
         .env_clear()
         .envs(launch.env.iter().cloned())
         .env(broker::FD_ENV, broker::WORKER_FD.to_string())
+        .env(broker::REPORT_FD_ENV, broker::REPORT_FD.to_string())
         .envs(std::env::var("LONGRUN_FAILPOINT").map(|v| ("LONGRUN_FAILPOINT", v)))
         .current_dir(launch.session_dir.join("work"))
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    let fd = theirs.as_raw_fd();
+    let places = [
+        (theirs.as_raw_fd(), broker::WORKER_FD),
+        (report.as_raw_fd(), broker::REPORT_FD),
+    ];
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            if fd == broker::WORKER_FD {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-            } else if libc::dup2(fd, broker::WORKER_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
+            // Copies above the targets first, so that placing one never
+            // overwrites the source of the other; exec closes the copies.
+            let mut copies = [0; 2];
+            for (copy, (from, _)) in copies.iter_mut().zip(places) {
+                *copy = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 64);
+                if *copy < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (copy, (_, to)) in copies.into_iter().zip(places) {
+                if libc::dup2(copy, to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             libc::setsid();
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

@@ -125,7 +125,8 @@ pub async fn run_session(
     })?;
     reporter.session_started(plan.number, plan.role.as_str(), feature_id.as_deref());
 
-    let spec = sandbox_spec(project, &work, &tmp, &home, vec![broker::WORKER_FD]);
+    let keep = vec![broker::WORKER_FD, broker::REPORT_FD];
+    let spec = sandbox_spec(project, &work, &tmp, &home, keep);
     let config = worker_config(project, &plan, spec.clone(), &provider.describe())?;
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
@@ -141,6 +142,7 @@ pub async fn run_session(
         grace: Duration::from_secs(project.config.run.grace_secs),
         cost_limit: plan.cost_limit.clone(),
         budget: project.config.budget.clone(),
+        profile: &project.profile.name,
         proxy: super::proxy::Channel::for_spec(&spec)?,
         subagent_model: plan.subagent_model.clone(),
     };
@@ -152,6 +154,7 @@ pub async fn run_session(
     // breaks on the way is its verdict, `failed`, and the run goes on.
     super::failpoint::hit("verification", plan.number);
     let mut failures: Vec<String> = over_size(project, &work).into_iter().collect();
+
     let target = import::Target::of(project);
     let exported = import::import_work_async(target, dir.clone(), spec.clone(), base, plan.number);
     let imported = match exported.await {
@@ -168,7 +171,8 @@ pub async fn run_session(
     // Verified merges go one at a time: checks run on what main would become.
     let _turn = merges.lock().await;
     phases.mark("queue");
-    let verifiable = run.stop != Stop::Interrupted && failures.is_empty();
+    let verifiable =
+        !matches!(run.stop, Stop::Interrupted | Stop::Unconfined) && failures.is_empty();
     if let Some(work) = imported.as_ref().filter(|_| verifiable) {
         let checked = Checked {
             project,
@@ -548,6 +552,21 @@ fn decide(run: &WorkerRun, wall_time_secs: u64, reasons: &mut Vec<String>) -> Ve
                 format!(
                     "the worker broke the broker protocol {} times (see its transcript); it was stopped",
                     run.violations
+                ),
+            );
+            return Verdict::Failed;
+        }
+        Stop::Unconfined => {
+            let kernel = run
+                .sandbox
+                .as_ref()
+                .map(|c| c.contradictions.join("; "))
+                .unwrap_or_default();
+            reasons.insert(
+                0,
+                format!(
+                    "the worker's confinement report does not hold ({kernel}); it was stopped \
+                     before it ran anything of the session"
                 ),
             );
             return Verdict::Failed;

@@ -42,6 +42,7 @@ def attempt(what, fn):
 for i in range(7):
     attempt("fd3", lambda: os.write(3, req))
 attempt("fd3 sandbox", lambda: os.write(3, sbx))
+attempt("fd5 report", lambda: os.write(5, b'{"layers":["FORGED-LAYER"],"warnings":[]}\n'))
 worker = os.getppid()
 try:
     os.listdir("/proc/%d/fd" % worker)
@@ -310,6 +311,17 @@ fn a_tool_cannot_reach_the_broker_socket_and_the_record_is_the_orchestrators() {
                     .all(|l| !l.contains("FORGED")),
                 "{at}"
             );
+            // The orchestrator's own look at the worker, from outside.
+            let checked = trailers(&message, "Longrun-Sandbox")
+                .into_iter()
+                .find(|l| l.starts_with("checked by the orchestrator in /proc/"))
+                .unwrap_or_else(|| panic!("{at}: no line of the orchestrator's: {message}"));
+            assert!(
+                checked.ends_with(
+                    "no_new_privs, seccomp filter, empty capability sets, PID namespace of its own"
+                ),
+                "{at}: {checked}"
+            );
             if attack {
                 // What the tool saw: every way refused.
                 let result = tool_result(&t, "fd3: ");
@@ -320,6 +332,7 @@ fn a_tool_cannot_reach_the_broker_socket_and_the_record_is_the_orchestrators() {
                     7,
                     "{at}: {result}"
                 );
+                assert!(result.contains("fd5 report: refused 9"), "{at}: {result}");
                 assert!(result.contains("proc fd 3: refused"), "{at}: {result}");
                 assert!(result.contains("pidfd_getfd 3: refused"), "{at}: {result}");
                 assert!(!result.contains("WROTE"), "{at}: {result}");
@@ -424,11 +437,72 @@ fn protocol_violations_are_recorded_not_believed_and_not_fatal() {
     assert!(violations[0].contains("malformed"), "{violations:#?}");
     assert!(violations[1].contains("malformed"), "{violations:#?}");
     assert!(
-        violations[2].contains("sandbox report after the worker's first message"),
+        violations[2].contains("sandbox report on the broker socket was ignored"),
         "{violations:#?}"
     );
     let log = std::fs::read_to_string(env.project().join(".longrun/longrun.log")).unwrap();
     assert!(log.contains("broker protocol violation"), "{log}");
+}
+
+/// A worker that confines nothing and reports that it did (fault injection:
+/// a compromised binary or a broken kernel layer) is seen through from
+/// outside: the orchestrator reads the sender's pid from the kernel, finds
+/// no seccomp filter and no no_new_privs in /proc, and stops it before it
+/// runs anything: no model request, no tool, nothing kept, a `failed`
+/// verdict counted against the run rather than the feature.
+#[test]
+fn a_worker_whose_confinement_report_the_kernel_contradicts_runs_nothing() {
+    for user in users() {
+        let env = Env::new();
+        let w = json!([
+            turn(vec![bash(
+                "touch /tmp/../$HOME/../RAN-UNCONFINED; echo ran"
+            )]),
+            done("done"),
+        ]);
+        let who = run_one(&env, user, w, None, Some("worker-unconfined:2"));
+        let at = format!("{user:?}");
+        let message = who.last_message();
+        assert_eq!(
+            trailers(&message, "Longrun-Verdict"),
+            ["failed"],
+            "{at}: {message}"
+        );
+        assert_eq!(trailers(&message, "Longrun-Fault"), ["run"], "{at}");
+        let reasons = trailers(&message, "Longrun-Reason").join("\n");
+        for words in [
+            "confinement report does not hold",
+            "the kernel shows no no_new_privs for the worker",
+            "the kernel shows no seccomp filter for the worker",
+            "the kernel shows no PID namespace of its own for the worker",
+            "stopped before it ran anything",
+        ] {
+            assert!(reasons.contains(words), "{at}: {words}: {reasons}");
+        }
+        assert!(
+            trailers(&message, "Longrun-Sandbox")
+                .iter()
+                .any(|l| l.starts_with("checked by the orchestrator in /proc/")),
+            "{at}: {message}"
+        );
+        let t = transcript_of(&env, 2);
+        assert_eq!(
+            t.iter().filter(|e| e["type"] == "request").count(),
+            0,
+            "{at}: a model request was brokered"
+        );
+        assert_eq!(trailers(&message, "Longrun-Steps"), ["0"], "{at}");
+        assert!(
+            !std::fs::read_dir(env.root.path())
+                .unwrap()
+                .chain(std::fs::read_dir(env.project().join(".longrun/sessions/0002")).unwrap())
+                .any(|e| e.unwrap().file_name() == "RAN-UNCONFINED"),
+            "{at}: a tool ran"
+        );
+        assert!(who
+            .git(&["show", "main:features.json"])
+            .contains("\"passes\": false"));
+    }
 }
 
 /// init.sh, which the worker runs before the first model call through the
