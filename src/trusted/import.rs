@@ -342,6 +342,7 @@ fn check_tree(
     let tree = repo
         .find_tree(id)
         .map_err(|_| anyhow::anyhow!("its work lacks the tree {id}"))?;
+    well_formed(&tree)?;
     for entry in tree.iter() {
         match entry.kind() {
             Some(git2::ObjectType::Tree) => check_tree(repo, odb, known, entry.id(), seen)?,
@@ -353,6 +354,63 @@ fn check_tree(
         }
     }
     Ok(())
+}
+
+/// The modes git writes in a tree: file, executable, symlink, directory, submodule.
+const MODES: [i32; 5] = [0o100644, 0o100755, 0o120000, 0o040000, 0o160000];
+
+/// A tree as git itself writes one (what `git fsck` holds it to): every
+/// name a single path component (not empty, no `/`, not `.` or `..`), a
+/// mode git knows, entries in git's order with no name twice. A session can
+/// write raw objects into its clone; a tree it forged is refused here, before
+/// any of it reaches the project's store, a checkout or a ref.
+fn well_formed(tree: &git2::Tree) -> anyhow::Result<()> {
+    let mut last: Option<(Vec<u8>, bool)> = None;
+    for entry in tree.iter() {
+        let name = entry.name_bytes();
+        let shown = crate::sanitize::line(&String::from_utf8_lossy(name));
+        let why = if name.is_empty() {
+            Some("an empty name")
+        } else if name.contains(&b'/') {
+            Some("a name holding a slash")
+        } else if name == b"." || name == b".." {
+            Some("a name that is not a path component")
+        } else if !MODES.contains(&entry.filemode_raw()) {
+            Some("a mode git does not write")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            bail!(
+                "its work holds a tree git would not write: {why} ({shown:?} in tree {})",
+                tree.id()
+            );
+        }
+        let is_tree = entry.filemode_raw() == 0o040000;
+        if let Some((before, before_tree)) = &last {
+            if git_order(before, *before_tree, name, is_tree) != std::cmp::Ordering::Less {
+                bail!(
+                    "its work holds a tree git would not write: entries out of order or named \
+                     twice ({shown:?} in tree {})",
+                    tree.id()
+                );
+            }
+        }
+        last = Some((name.to_vec(), is_tree));
+    }
+    Ok(())
+}
+
+/// git's order of tree entries: by name, a directory's as if it ended in `/`.
+fn git_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> std::cmp::Ordering {
+    let end = |tree: bool| if tree { b'/' } else { 0 };
+    let key =
+        |name: &[u8], tree: bool| name.iter().copied().chain([end(tree)]).collect::<Vec<u8>>();
+    // Equal names are twice the same name, whatever their modes.
+    if a == b {
+        return std::cmp::Ordering::Equal;
+    }
+    key(a, a_tree).cmp(&key(b, b_tree))
 }
 
 /// Move the checked pack from the quarantine into the project's object
@@ -376,4 +434,21 @@ fn publish(project: &Repository, pack_dir: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("failed to move {} into the project", file.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering::*;
+
+    #[test]
+    fn entries_are_ordered_as_git_orders_them() {
+        // A directory sorts as if its name ended in a slash.
+        assert_eq!(git_order(b"a", false, b"a.b", false), Less);
+        assert_eq!(git_order(b"a.b", false, b"a", true), Less);
+        assert_eq!(git_order(b"a", true, b"a0", false), Less);
+        assert_eq!(git_order(b"b", false, b"a", false), Greater);
+        // The same name twice, as a file and as a directory too.
+        assert_eq!(git_order(b"a", false, b"a", true), Equal);
+    }
 }

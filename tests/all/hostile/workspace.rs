@@ -826,3 +826,94 @@ fn verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree() {
     );
     assert_verdict(&env, 3, "rejected", "feature b failed");
 }
+
+/// The attack: finish `a` honestly, then write raw objects into the clone's
+/// own store (as any process in the workspace can) for a commit whose tree
+/// holds an entry named `NAME` of mode `MODE`, which git itself would never
+/// write: `..`, a name with a slash, an empty name, two entries of one name,
+/// a mode git does not know. Each is a tree whose checkout would write outside the
+/// workspace or alias another path if the orchestrator took names as paths.
+const FORGE_TREE: &str = r#"
+import hashlib, os, subprocess, sys, zlib
+mode, name = sys.argv[1].encode(), sys.argv[2].encode()
+def put(kind, body):
+    data = kind + b" " + str(len(body)).encode() + b"\0" + body
+    oid = hashlib.sha1(data).hexdigest()
+    path = os.path.join(".git/objects", oid[:2], oid[2:])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(zlib.compress(data))
+    return oid
+blob = put(b"blob", b"ESCAPED\n")
+inner = put(b"tree", b"100644 ESCAPED\0" + bytes.fromhex(blob))
+target = inner if mode == b"40000" else blob
+base = subprocess.check_output(["git", "cat-file", "tree", "HEAD^{tree}"])
+tree = put(b"tree", mode + b" " + name + b"\0" + bytes.fromhex(target) + base)
+commit = subprocess.check_output(["git", "commit-tree", tree, "-p", "HEAD", "-m", "work"]).strip()
+subprocess.check_call(["git", "update-ref", "HEAD", commit])
+print("forged", commit.decode())
+"#;
+
+by_both!(
+    tree_entries_git_would_never_write_fail_the_session_and_write_nothing_outside,
+    tree_entries_git_would_never_write_fail_the_session_and_write_nothing_outside_as_uid_65534,
+    forged_tree_entries
+);
+
+fn forged_tree_entries(by: By) {
+    for (mode, name) in [
+        ("40000", ".."),
+        ("40000", "."),
+        ("100644", "../../../ESCAPED-FILE"),
+        ("100644", "sub/../../ESCAPED-FILE"),
+        ("100644", ""),
+        ("100644", "a.txt"),
+        ("100666", "odd-mode"),
+    ] {
+        let at = format!("{by:?}, {mode} {name:?}");
+        let (env, before) = attack_then_control_by(by, |_| {
+            vec![
+                uncommitted_a(),
+                turn(vec![write_file("forge.py", FORGE_TREE)]),
+                turn(vec![bash(&format!(
+                    "git add a.txt features.json && git commit -qm work \
+                     && python3 forge.py '{mode}' '{name}' && rm forge.py"
+                ))]),
+            ]
+        });
+        let (verdict, reasons) = verdict(&env, 2);
+        assert_ne!(verdict, "accepted", "{at}: {reasons}");
+        assert_refused_then_control(&env, &before, 2, "failed", "could not be kept");
+        assert!(
+            env.git(&["for-each-ref", "refs/longrun/sessions/0002"])
+                .is_empty(),
+            "{at}: the forged tree was kept"
+        );
+        let escaped: Vec<_> = walkdir(env.root.path())
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("ESCAPED"))
+                    && !p.starts_with(env.project().join(".git"))
+            })
+            .collect();
+        assert!(escaped.is_empty(), "{at}: {escaped:?} ({reasons})");
+    }
+}
+
+/// Every path under `dir`, symlinks not followed.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
