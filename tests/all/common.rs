@@ -32,6 +32,47 @@ pub fn skip(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
 
+/// Who runs longrun: the tests' own user (root, as CI runs them), or
+/// uid 65534, who then owns the temp dir and the project in it, so that
+/// only the sandbox and the orchestrator's rules stand in a session's way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    Root,
+    Nobody,
+}
+
+/// Whether this process can run longrun as uid 65534 (it must be root to
+/// hand the temp dir over); says SKIPPED when not.
+pub fn can_be_nobody() -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        skip("the uid 65534 half of this test needs root");
+    }
+    root
+}
+
+/// Two tests of one attack, `$attack(By::Root)` and `$attack(By::Nobody)`,
+/// the second skipped (loudly) when the tests do not run as root. (The
+/// benches include this file too, and use no macro.)
+#[allow(unused_macros)]
+macro_rules! by_both {
+    ($as_root:ident, $as_nobody:ident, $attack:ident) => {
+        #[test]
+        fn $as_root() {
+            $attack($crate::common::By::Root);
+        }
+
+        #[test]
+        fn $as_nobody() {
+            if $crate::common::can_be_nobody() {
+                $attack($crate::common::By::Nobody);
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use by_both;
+
 /// A temp directory holding a project dir and whatever a test writes beside it.
 pub struct Env {
     pub root: tempfile::TempDir,
@@ -82,34 +123,63 @@ impl Env {
         cmd
     }
 
-    /// Run longrun with `args` as uid 65534 (`nobody`): the temp dir, project
-    /// included, is handed to it for the run and taken back after, for the
-    /// test's own git to read. Needs the tests to run as root.
-    pub fn run_as_nobody(&self, args: &[&str]) -> Output {
+    /// Run longrun as `by`, with what `add` puts on the command (arguments,
+    /// environment). For uid 65534 the temp dir, project included, is
+    /// handed to it for the run (its HOME in there too) and taken back
+    /// after, for the test's own git to read. Needs the tests to run as
+    /// root; [`by_both`] skips the uid 65534 half otherwise.
+    pub fn run_with(&self, by: By, add: impl FnOnce(&mut Command)) -> Output {
+        let mut cmd = match by {
+            By::Root => self.longrun(),
+            By::Nobody => self.longrun_as_nobody(),
+        };
+        add(&mut cmd);
+        if by == By::Nobody {
+            self.chown("65534:65534");
+        }
+        let out = cmd.output().expect("run longrun");
+        if by == By::Nobody {
+            self.chown("0:0");
+        }
+        out
+    }
+
+    /// [`Env::longrun`] under setpriv, as uid/gid 65534 with no groups.
+    fn longrun_as_nobody(&self) -> Command {
         let home = self.path("nobody-home");
         std::fs::create_dir_all(&home).expect("mkdir");
-        let chown = |owner: &str| {
-            let done = Command::new("chown")
-                .args(["-R", owner])
-                .arg(self.root.path())
-                .status()
-                .expect("chown");
-            assert!(done.success(), "chown -R {owner}");
-        };
-        chown("65534:65534");
-        let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(env!("CARGO_BIN_EXE_longrun"))
-            .args(args)
             .current_dir(self.root.path())
             .env_remove("LONGRUN_MODEL")
             .env_remove("RUST_LOG")
             .envs(GIT_IDENTITY.iter().copied())
-            .env("HOME", &home)
-            .output()
-            .expect("run longrun as uid 65534");
-        chown("0:0");
-        out
+            .env("HOME", &home);
+        cmd
+    }
+
+    fn chown(&self, owner: &str) {
+        let done = Command::new("chown")
+            .args(["-R", owner])
+            .arg(self.root.path())
+            .status()
+            .expect("chown");
+        assert!(done.success(), "chown -R {owner}");
+    }
+
+    /// Run longrun with `args` as `by`.
+    pub fn run_by(&self, by: By, args: &[&str]) -> Output {
+        self.run_with(by, |cmd| {
+            cmd.args(args);
+        })
+    }
+
+    /// `continue` the project for `sessions` sessions, as `by`.
+    pub fn continue_by(&self, by: By, sessions: u32) -> Output {
+        let sessions = sessions.to_string();
+        let dir = self.dir_arg();
+        self.run_by(by, &["continue", "--dir", &dir, "--sessions", &sessions])
     }
 
     /// Run longrun with `args`; returns the output.
@@ -119,25 +189,36 @@ impl Env {
 
     /// `init` the project from `spec` with `model`.
     pub fn init(&self, spec: &str, model: &str) -> Output {
-        self.init_command(spec, model)
-            .output()
-            .expect("run longrun")
+        self.init_by(By::Root, spec, model)
+    }
+
+    /// `init` the project from `spec` with `model`, as `by`.
+    pub fn init_by(&self, by: By, spec: &str, model: &str) -> Output {
+        let args = self.init_args(spec, model);
+        self.run_with(by, |cmd| {
+            cmd.args(&args);
+        })
     }
 
     /// `longrun init` of the project from `spec` with `model`, for a test
     /// to add flags or environment to.
     pub fn init_command(&self, spec: &str, model: &str) -> Command {
-        let spec_path = self.write("spec.md", spec);
         let mut cmd = self.longrun();
-        cmd.args([
-            "init",
-            spec_path.to_str().unwrap(),
-            "--dir",
-            &self.dir_arg(),
-            "--model",
-            model,
-        ]);
+        cmd.args(self.init_args(spec, model));
         cmd
+    }
+
+    /// The arguments of `init` from `spec` (written beside the project).
+    fn init_args(&self, spec: &str, model: &str) -> Vec<String> {
+        let spec_path = self.write("spec.md", spec);
+        vec![
+            "init".into(),
+            spec_path.display().to_string(),
+            "--dir".into(),
+            self.dir_arg(),
+            "--model".into(),
+            model.into(),
+        ]
     }
 
     pub fn dir_arg(&self) -> String {

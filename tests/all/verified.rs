@@ -96,13 +96,13 @@ pub fn honest_mul() -> Value {
 }
 
 /// A calc project with `longrun.toml` prepared (when given) and sessions
-/// from 2 on scripted; the initializer is accepted.
-pub fn calc_project(toml: Option<&str>, workers: &[Value]) -> Env {
-    calc_project_with(calc_initializer(), toml, workers)
+/// from 2 on scripted; the initializer, run by `by`, is accepted.
+pub fn calc_project(by: By, toml: Option<&str>, workers: &[Value]) -> Env {
+    calc_project_with(by, calc_initializer(), toml, workers)
 }
 
 /// As [`calc_project`], with another initializer.
-pub fn calc_project_with(init: Value, toml: Option<&str>, workers: &[Value]) -> Env {
+pub fn calc_project_with(by: By, init: Value, toml: Option<&str>, workers: &[Value]) -> Env {
     let env = Env::new();
     let mut sessions = serde_json::Map::new();
     sessions.insert("1".into(), init);
@@ -117,30 +117,9 @@ pub fn calc_project_with(init: Value, toml: Option<&str>, workers: &[Value]) -> 
         std::fs::create_dir_all(env.project()).unwrap();
         std::fs::write(env.project().join("longrun.toml"), toml).unwrap();
     }
-    let out = env.init(SPEC, &model);
+    let out = env.init_by(by, SPEC, &model);
     assert!(out.status.success(), "{}", text(&out));
     env
-}
-
-pub fn continue_n(env: &Env, n: u32) -> std::process::Output {
-    env.run(&[
-        "continue",
-        "--dir",
-        &env.dir_arg(),
-        "--sessions",
-        &n.to_string(),
-    ])
-}
-
-/// [`continue_n`] as uid 65534, who then owns the project.
-pub fn continue_n_as_nobody(env: &Env, n: u32) -> std::process::Output {
-    env.run_as_nobody(&[
-        "continue",
-        "--dir",
-        &env.dir_arg(),
-        "--sessions",
-        &n.to_string(),
-    ])
 }
 
 /// Session `n`'s verdict and reasons from the log.
@@ -173,11 +152,12 @@ pub fn assert_accepted(env: &Env, n: u32) {
     assert_eq!(v, "accepted", "session {n}: {why}");
 }
 
-/// The initializer's run (`init`), refused: the reasons hold each of `needles`.
-fn assert_init_refused(env: &Env, init: Value, needles: &[&str]) {
-    let out = env.init(SPEC, &env.model(json!({ "1": init })));
+/// The initializer's run (`init`) by `by`, refused: the reasons hold each of `needles`.
+fn assert_init_refused(by: By, init: Value, needles: &[&str]) -> Env {
+    let env = Env::new();
+    let out = env.init_by(by, SPEC, &env.model(json!({ "1": init })));
     assert!(!out.status.success(), "{}", text(&out));
-    let (v, why) = verdict(env, 1);
+    let (v, why) = verdict(&env, 1);
     assert_eq!(v, "rejected", "{why}");
     for n in needles {
         assert!(why.contains(n), "the reasons {why} lack {n:?}");
@@ -186,11 +166,17 @@ fn assert_init_refused(env: &Env, init: Value, needles: &[&str]) {
         env.on_main("features.json").is_none(),
         "a refused initializer's list reached main"
     );
+    env
 }
 
-#[test]
-fn the_honest_initializer_is_accepted_and_its_tests_are_frozen_in_longrun_toml() {
-    let env = calc_project(None, &[honest_mul()]);
+by_both!(
+    the_honest_initializer_is_accepted_and_its_tests_are_frozen_in_longrun_toml,
+    the_honest_initializer_is_accepted_and_its_tests_are_frozen_in_longrun_toml_as_uid_65534,
+    honest_initializer
+);
+
+fn honest_initializer(by: By) {
+    let env = calc_project(by, None, &[honest_mul()]);
     let toml = env.on_main("longrun.toml").unwrap();
     assert!(toml.contains("frozen = [\n    \"tests\",\n]"), "{toml}");
     // The comments of longrun.toml are kept.
@@ -203,15 +189,21 @@ fn the_honest_initializer_is_accepted_and_its_tests_are_frozen_in_longrun_toml()
         why.contains("longrun: freeze the acceptance tests"),
         "{why}"
     );
-    let out = continue_n(&env, 1);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_accepted(&env, 2);
 }
 
-#[test]
-fn overwriting_the_test_with_pass_is_rejected() {
+by_both!(
+    overwriting_the_test_with_pass_is_rejected,
+    overwriting_the_test_with_pass_is_rejected_as_uid_65534,
+    overwrite_with_pass
+);
+
+fn overwrite_with_pass(by: By) {
     let flip = write_file("features.json", &list(true, false));
     let env = calc_project(
+        by,
         None,
         &[session(vec![
             write_file("tests/test_mul.py", "pass\n"),
@@ -219,7 +211,7 @@ fn overwriting_the_test_with_pass_is_rejected() {
             flip,
         ])],
     );
-    continue_n(&env, 1);
+    env.continue_by(by, 1);
     assert_rejected(
         &env,
         2,
@@ -235,10 +227,16 @@ fn overwriting_the_test_with_pass_is_rejected() {
     assert_eq!(env.on_main("tests/test_mul.py").unwrap(), mul_test());
 }
 
-#[test]
-fn weakening_an_assertion_is_rejected() {
+by_both!(
+    weakening_an_assertion_is_rejected,
+    weakening_an_assertion_is_rejected_as_uid_65534,
+    weaken_assertion
+);
+
+fn weaken_assertion(by: By) {
     let weaker = test_file("self.assertTrue(calc.mul is not None)");
     let env = calc_project(
+        by,
         None,
         &[session(vec![
             write_file("tests/test_mul.py", &weaker),
@@ -246,7 +244,7 @@ fn weakening_an_assertion_is_rejected() {
             write_file("features.json", &list(true, false)),
         ])],
     );
-    continue_n(&env, 1);
+    env.continue_by(by, 1);
     assert_rejected(
         &env,
         2,
@@ -255,11 +253,17 @@ fn weakening_an_assertion_is_rejected() {
     );
 }
 
-#[test]
-fn a_frozen_test_committed_changed_without_touching_the_file_is_named() {
+by_both!(
+    a_frozen_test_committed_changed_without_touching_the_file_is_named,
+    a_frozen_test_committed_changed_without_touching_the_file_is_named_as_uid_65534,
+    frozen_test_dropped_from_the_index
+);
+
+fn frozen_test_dropped_from_the_index(by: By) {
     // The sandbox keeps the file read-only; the commit deletes it anyway
     // (ignored, then removed from the index), and a case variant adds a copy.
     let env = calc_project(
+        by,
         None,
         &[session(vec![
             write_file("calc.py", "def mul(a, b):\n    return 0\n"),
@@ -269,7 +273,7 @@ fn a_frozen_test_committed_changed_without_touching_the_file_is_named() {
             write_file("features.json", &list(true, false)),
         ])],
     );
-    continue_n(&env, 1);
+    env.continue_by(by, 1);
     assert_rejected(
         &env,
         2,
@@ -280,11 +284,17 @@ fn a_frozen_test_committed_changed_without_touching_the_file_is_named() {
     assert!(why.contains("frozen path TESTS/test_mul.py"), "{why}");
 }
 
-#[test]
-fn emptying_a_passing_features_test_and_breaking_it_is_a_regression() {
+by_both!(
+    emptying_a_passing_features_test_and_breaking_it_is_a_regression,
+    emptying_a_passing_features_test_and_breaking_it_is_a_regression_as_uid_65534,
+    empty_a_passing_test
+);
+
+fn empty_a_passing_test(by: By) {
     let add_done_mul_broken =
         "def mul(a, b):\n    return 0\n\n\ndef add(a, b):\n    return a + b\n";
     let env = calc_project(
+        by,
         None,
         &[
             honest_mul(),
@@ -299,7 +309,7 @@ fn emptying_a_passing_features_test_and_breaking_it_is_a_regression() {
             ]),
         ],
     );
-    continue_n(&env, 3);
+    env.continue_by(by, 3);
     assert_accepted(&env, 2);
     let (v, why) = verdict(&env, 3);
     assert_eq!(v, "rejected", "{why}");
@@ -313,17 +323,23 @@ fn emptying_a_passing_features_test_and_breaking_it_is_a_regression() {
     assert_eq!(env.on_main("features.json").unwrap(), list(true, true));
 }
 
-#[test]
-fn a_tests_init_that_patches_the_runner_is_rejected() {
+by_both!(
+    a_tests_init_that_patches_the_runner_is_rejected,
+    a_tests_init_that_patches_the_runner_is_rejected_as_uid_65534,
+    tests_init_patches_the_runner
+);
+
+fn tests_init_patches_the_runner(by: By) {
     let patch = "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n";
     let env = calc_project(
+        by,
         None,
         &[session(vec![
             write_file("tests/__init__.py", patch),
             write_file("features.json", &list(true, false)),
         ])],
     );
-    continue_n(&env, 1);
+    env.continue_by(by, 1);
     assert_rejected(
         &env,
         2,
@@ -332,12 +348,18 @@ fn a_tests_init_that_patches_the_runner_is_rejected() {
     );
 }
 
-#[test]
-fn a_module_shadowing_the_test_framework_is_not_imported_by_the_check() {
+by_both!(
+    a_module_shadowing_the_test_framework_is_not_imported_by_the_check,
+    a_module_shadowing_the_test_framework_is_not_imported_by_the_check_as_uid_65534,
+    shadow_the_test_framework
+);
+
+fn shadow_the_test_framework(by: By) {
     // Without PYTHONSAFEPATH, `python3 -m unittest` from the project root
     // would run this file instead of the standard library's.
     let shadow = "import sys\nsys.exit(0)\n";
     let env = calc_project(
+        by,
         None,
         &[
             session(vec![
@@ -347,7 +369,7 @@ fn a_module_shadowing_the_test_framework_is_not_imported_by_the_check() {
             honest_mul(),
         ],
     );
-    continue_n(&env, 2);
+    env.continue_by(by, 2);
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
 }
@@ -355,14 +377,20 @@ fn a_module_shadowing_the_test_framework_is_not_imported_by_the_check() {
 /// longrun.toml of a project that opts init.sh out of the protected paths.
 const INIT_SH_OPEN: &str = "[run]\nprotected = [\"SPEC.md\", \"longrun.toml\"]\n";
 
-#[test]
-fn a_usercustomize_planted_by_init_sh_does_not_reach_the_check() {
+by_both!(
+    a_usercustomize_planted_by_init_sh_does_not_reach_the_check,
+    a_usercustomize_planted_by_init_sh_does_not_reach_the_check_as_uid_65534,
+    usercustomize_from_init_sh
+);
+
+fn usercustomize_from_init_sh(by: By) {
     let plant = "#!/usr/bin/env bash\nset -e\n\
         site=$(python3 -m site --user-site || true)\nmkdir -p \"$site\"\n\
         printf 'import os\\nos._exit(0)\\n' > \"$site/usercustomize.py\"\n\
         printf 'import os\\nos._exit(0)\\n' > sitecustomize.py\n\
         printf 'import os\\nos._exit(0)\\n' > \"${TMPDIR:-/tmp}/sitecustomize.py\"\n";
     let env = calc_project(
+        by,
         Some(INIT_SH_OPEN),
         &[
             session(vec![
@@ -372,14 +400,18 @@ fn a_usercustomize_planted_by_init_sh_does_not_reach_the_check() {
             honest_mul(),
         ],
     );
-    continue_n(&env, 2);
+    env.continue_by(by, 2);
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
 }
 
-#[test]
-fn an_initializer_whose_checks_are_true_is_refused() {
-    let env = Env::new();
+by_both!(
+    an_initializer_whose_checks_are_true_is_refused,
+    an_initializer_whose_checks_are_true_is_refused_as_uid_65534,
+    checks_are_true
+);
+
+fn checks_are_true(by: By) {
     let init = initializer_with(
         &features(&[
             ("mul", false, "true"),
@@ -387,14 +419,18 @@ fn an_initializer_whose_checks_are_true_is_refused() {
         ]),
         &[("calc.py", SKELETON), ("tests/test_add.py", &add_test())],
     );
-    assert_init_refused(&env, init, &["vacuous check: feature mul's check `true`"]);
+    let env = assert_init_refused(by, init, &["vacuous check: feature mul's check `true`"]);
     let (_, why) = verdict(&env, 1);
     assert!(!why.contains("feature add"), "{why}");
 }
 
-#[test]
-fn an_initializer_whose_test_asserts_nothing_is_refused() {
-    let env = Env::new();
+by_both!(
+    an_initializer_whose_test_asserts_nothing_is_refused,
+    an_initializer_whose_test_asserts_nothing_is_refused_as_uid_65534,
+    test_asserts_nothing
+);
+
+fn test_asserts_nothing(by: By) {
     let empty = test_file("pass");
     let init = initializer_with(
         &list(false, false),
@@ -404,22 +440,30 @@ fn an_initializer_whose_test_asserts_nothing_is_refused() {
             ("tests/test_add.py", &add_test()),
         ],
     );
-    assert_init_refused(&env, init, &["vacuous check: feature mul's check"]);
+    assert_init_refused(by, init, &["vacuous check: feature mul's check"]);
 }
 
-#[test]
-fn an_initializer_with_a_feature_without_a_check_is_refused() {
-    let env = Env::new();
+by_both!(
+    an_initializer_with_a_feature_without_a_check_is_refused,
+    an_initializer_with_a_feature_without_a_check_is_refused_as_uid_65534,
+    feature_without_a_check
+);
+
+fn feature_without_a_check(by: By) {
     let init = initializer_with(
         &features(&[("mul", false, ""), ("add", false, &check("test_add.py"))]),
         &[("calc.py", SKELETON), ("tests/test_add.py", &add_test())],
     );
-    assert_init_refused(&env, init, &["feature `mul` has no check"]);
+    assert_init_refused(by, init, &["feature `mul` has no check"]);
 }
 
-#[test]
-fn an_initializer_whose_check_names_a_missing_test_file_is_refused() {
-    let env = Env::new();
+by_both!(
+    an_initializer_whose_check_names_a_missing_test_file_is_refused,
+    an_initializer_whose_check_names_a_missing_test_file_is_refused_as_uid_65534,
+    check_names_a_missing_file
+);
+
+fn check_names_a_missing_file(by: By) {
     let init = initializer_with(
         &features(&[
             ("mul", false, "python3 tests/test_mul_missing.py"),
@@ -428,7 +472,7 @@ fn an_initializer_whose_check_names_a_missing_test_file_is_refused() {
         &[("calc.py", SKELETON), ("tests/test_mul.py", &mul_test())],
     );
     assert_init_refused(
-        &env,
+        by,
         init,
         &[
             "feature mul's check `python3 tests/test_mul_missing.py` cannot run (`tests/test_mul_missing.py` does not exist)",
@@ -437,9 +481,13 @@ fn an_initializer_whose_check_names_a_missing_test_file_is_refused() {
     );
 }
 
-#[test]
-fn an_initializer_whose_check_is_not_a_command_is_refused_as_cannot_run() {
-    let env = Env::new();
+by_both!(
+    an_initializer_whose_check_is_not_a_command_is_refused_as_cannot_run,
+    an_initializer_whose_check_is_not_a_command_is_refused_as_cannot_run_as_uid_65534,
+    check_is_not_a_command
+);
+
+fn check_is_not_a_command(by: By) {
     let init = initializer_with(
         &features(&[
             ("mul", false, "no-such-runner tests/test_mul.py"),
@@ -452,14 +500,19 @@ fn an_initializer_whose_check_is_not_a_command_is_refused_as_cannot_run() {
         ],
     );
     assert_init_refused(
-        &env,
+        by,
         init,
         &["feature mul's check `no-such-runner tests/test_mul.py` cannot run (command not found"],
     );
 }
 
-#[test]
-fn protected_globs_cover_the_files_below_them() {
+by_both!(
+    protected_globs_cover_the_files_below_them,
+    protected_globs_cover_the_files_below_them_as_uid_65534,
+    protected_globs
+);
+
+fn protected_globs(by: By) {
     let toml = "[run]\nprotected = [\"SPEC.md\", \"longrun.toml\", \"init.sh\", \"tests\", \"tests/*\", \"docs/*.md\"]\n";
     let (mul, add) = (mul_test(), add_test());
     let init = initializer_with(
@@ -481,6 +534,7 @@ fn protected_globs_cover_the_files_below_them() {
         ])
     };
     let env = calc_project_with(
+        by,
         init,
         Some(toml),
         &[
@@ -489,7 +543,7 @@ fn protected_globs_cover_the_files_below_them() {
             honest_mul(),
         ],
     );
-    continue_n(&env, 3);
+    env.continue_by(by, 3);
     assert_rejected(
         &env,
         2,
@@ -505,11 +559,17 @@ fn protected_globs_cover_the_files_below_them() {
     assert_accepted(&env, 4);
 }
 
-#[test]
-fn code_correct_only_where_the_path_says_verify_is_rejected() {
+by_both!(
+    code_correct_only_where_the_path_says_verify_is_rejected,
+    code_correct_only_where_the_path_says_verify_is_rejected_as_uid_65534,
+    correct_only_under_verify
+);
+
+fn correct_only_under_verify(by: By) {
     let cheat =
         "import os\n\n\ndef mul(a, b):\n    return a * b if '/verify/' in os.getcwd() else 0\n";
     let env = calc_project(
+        by,
         None,
         &[
             session(vec![
@@ -519,7 +579,7 @@ fn code_correct_only_where_the_path_says_verify_is_rejected() {
             honest_mul(),
         ],
     );
-    continue_n(&env, 2);
+    env.continue_by(by, 2);
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
 }

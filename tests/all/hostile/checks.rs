@@ -8,35 +8,21 @@ use serde_json::json;
 
 use crate::common::*;
 use crate::verified::{
-    assert_accepted, assert_rejected, calc_project, continue_n, continue_n_as_nobody, honest_mul,
-    list, session, verdict,
+    assert_accepted, assert_rejected, calc_project, honest_mul, list, session, verdict,
 };
 
 /// calc.py whose import does `attack` and whose mul is wrong.
-/// `continue` for `n` sessions, as uid 65534 when `nobody`.
-fn continue_by(env: &crate::common::Env, nobody: bool, n: u32) -> std::process::Output {
-    if nobody {
-        continue_n_as_nobody(env, n)
-    } else {
-        continue_n(env, n)
-    }
-}
-
 fn wrong_mul_after(attack: &str) -> String {
     format!("import os\nimport glob\n{attack}\n\n\ndef mul(a, b):\n    return 0\n")
 }
 
-#[test]
-fn checked_code_rewriting_result_files_and_check_scripts_forges_nothing() {
-    forged_results(false);
-}
+by_both!(
+    checked_code_rewriting_result_files_and_check_scripts_forges_nothing,
+    checked_code_rewriting_result_files_and_check_scripts_forges_nothing_as_uid_65534,
+    forged_results
+);
 
-#[test]
-fn checked_code_rewriting_result_files_and_check_scripts_forges_nothing_as_uid_65534() {
-    forged_results(true);
-}
-
-fn forged_results(nobody: bool) {
+fn forged_results(by: By) {
     // Where the old runner kept its scripts and results, and everywhere
     // else the code can reach: every *.rc says 0, every *.sh exits 0.
     let attack = "for root in [os.environ.get('TMPDIR', '/tmp'), os.environ.get('HOME', '/'), '..', '../..']:\n    \
@@ -50,6 +36,7 @@ fn forged_results(nobody: bool) {
             for i in range(8):\n        \
                 open(os.path.join(os.environ.get('TMPDIR', '/tmp'), d, f'{i}.rc'), 'w').write('0\\n')";
     let env = calc_project(
+        by,
         None,
         &[
             session(vec![
@@ -59,14 +46,19 @@ fn forged_results(nobody: bool) {
             honest_mul(),
         ],
     );
-    let out = continue_by(&env, nobody, 2);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
 }
 
-#[test]
-fn a_result_log_symlinked_to_proc_environ_leaks_no_key() {
+by_both!(
+    a_result_log_symlinked_to_proc_environ_leaks_no_key,
+    a_result_log_symlinked_to_proc_environ_leaks_no_key_as_uid_65534,
+    environ_log
+);
+
+fn environ_log(by: By) {
     const KEY: &str = "FAKE-KEY-5e1c7";
     // The old runner read `$TMPDIR/longrun-checks/N.log` after the run; the
     // code replaced them with links to the orchestrator's environment, and
@@ -80,19 +72,18 @@ fn a_result_log_symlinked_to_proc_environ_leaks_no_key() {
         print(open('/proc/self/environ').read().replace('\\0', ' '))\n\
         print(open('/proc/1/environ').read().replace('\\0', ' ') if os.access('/proc/1/environ', os.R_OK) else '')";
     let env = calc_project(
+        by,
         None,
         &[session(vec![
             write_file("calc.py", &wrong_mul_after(attack)),
             write_file("features.json", &list(true, false)),
         ])],
     );
-    let out = env
-        .longrun()
-        .args(["continue", "--dir", &env.dir_arg()])
-        .env("OPENAI_API_KEY", KEY)
-        .env("LONGRUN_API_KEY", KEY)
-        .output()
-        .unwrap();
+    let out = env.run_with(by, |cmd| {
+        cmd.args(["continue", "--dir", &env.dir_arg()])
+            .env("OPENAI_API_KEY", KEY)
+            .env("LONGRUN_API_KEY", KEY);
+    });
     assert!(out.status.success(), "{}", text(&out));
     assert_rejected(&env, 2, &["feature mul failed"], &list(false, false));
     let transcript = serde_json::to_string(&env.transcript(2)).unwrap();
@@ -107,19 +98,16 @@ fn a_result_log_symlinked_to_proc_environ_leaks_no_key() {
     assert!(!stdout(&out).contains(KEY) && !stderr(&out).contains(KEY));
 }
 
-#[test]
-fn check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on() {
-    nul_output(false);
-}
+by_both!(
+    check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on,
+    check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on_as_uid_65534,
+    nul_output
+);
 
-#[test]
-fn check_output_with_nul_and_invalid_utf8_is_recorded_and_the_run_goes_on_as_uid_65534() {
-    nul_output(true);
-}
-
-fn nul_output(nobody: bool) {
+fn nul_output(by: By) {
     let attack = "import sys\nsys.stdout.buffer.write(b'before\\0after \\xff\\xfe \\x1b[2J\\r\\n')\nsys.stdout.flush()";
     let env = calc_project(
+        by,
         None,
         &[
             session(vec![
@@ -129,7 +117,7 @@ fn nul_output(nobody: bool) {
             honest_mul(),
         ],
     );
-    let out = continue_by(&env, nobody, 2);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_rejected(&env, 2, &["feature mul failed"], &list(true, false));
     assert_accepted(&env, 3);
@@ -144,8 +132,13 @@ fn nul_output(nobody: bool) {
     assert!(!all.contains('\0') && !all.contains('\x1b') && !all.contains('\r'));
 }
 
-#[test]
-fn a_project_path_with_a_space_verifies() {
+by_both!(
+    a_project_path_with_a_space_verifies,
+    a_project_path_with_a_space_verifies_as_uid_65534,
+    path_with_a_space
+);
+
+fn path_with_a_space(by: By) {
     let env = Env::new();
     let dir = env.path("my project");
     let dir_arg = dir.display().to_string();
@@ -162,16 +155,19 @@ fn a_project_path_with_a_space_verifies() {
         "1": initializer(&two),
         "2": worker(&[("a b.txt", "x\n")], &done),
     }));
-    let out = env.run(&[
-        "init",
-        spec.to_str().unwrap(),
-        "--dir",
-        &dir_arg,
-        "--model",
-        &model,
-    ]);
+    let out = env.run_by(
+        by,
+        &[
+            "init",
+            spec.to_str().unwrap(),
+            "--dir",
+            &dir_arg,
+            "--model",
+            &model,
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let out = env.run(&["continue", "--dir", &dir_arg, "--sessions", "1"]);
+    let out = env.run_by(by, &["continue", "--dir", &dir_arg, "--sessions", "1"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = env.run(&["log", "--json", "--dir", &dir_arg]);
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
@@ -193,10 +189,16 @@ fn a_project_path_with_a_space_verifies() {
     );
 }
 
-#[test]
-fn an_init_sh_that_fails_stops_the_checks_with_the_reason() {
+by_both!(
+    an_init_sh_that_fails_stops_the_checks_with_the_reason,
+    an_init_sh_that_fails_stops_the_checks_with_the_reason_as_uid_65534,
+    failing_init_sh
+);
+
+fn failing_init_sh(by: By) {
     let toml = "[run]\nprotected = [\"SPEC.md\", \"longrun.toml\"]\n";
     let env = calc_project(
+        by,
         Some(toml),
         &[
             session(vec![
@@ -210,7 +212,7 @@ fn an_init_sh_that_fails_stops_the_checks_with_the_reason() {
             honest_mul(),
         ],
     );
-    continue_n(&env, 2);
+    env.continue_by(by, 2);
     assert_rejected(
         &env,
         2,
@@ -227,11 +229,16 @@ fn an_init_sh_that_fails_stops_the_checks_with_the_reason() {
     assert_accepted(&env, 3);
 }
 
-#[test]
-fn a_global_check_that_cannot_run_is_named_apart_from_a_failure() {
+by_both!(
+    a_global_check_that_cannot_run_is_named_apart_from_a_failure,
+    a_global_check_that_cannot_run_is_named_apart_from_a_failure_as_uid_65534,
+    global_check_cannot_run
+);
+
+fn global_check_cannot_run(by: By) {
     let toml = "[checks]\ncommands = [\"no-such-linter --strict\"]\n";
-    let env = calc_project(Some(toml), &[honest_mul()]);
-    continue_n(&env, 1);
+    let env = calc_project(by, Some(toml), &[honest_mul()]);
+    env.continue_by(by, 1);
     let (v, why) = verdict(&env, 2);
     assert_eq!(v, "rejected", "{why}");
     assert!(
@@ -241,8 +248,13 @@ fn a_global_check_that_cannot_run_is_named_apart_from_a_failure() {
     assert!(!why.contains("feature mul"), "{why}");
 }
 
-#[test]
-fn each_check_gets_a_fresh_home_and_tmpdir() {
+by_both!(
+    each_check_gets_a_fresh_home_and_tmpdir,
+    each_check_gets_a_fresh_home_and_tmpdir_as_uid_65534,
+    fresh_home_and_tmpdir
+);
+
+fn fresh_home_and_tmpdir(by: By) {
     // init.sh leaves files in HOME and TMPDIR; the check sees neither.
     let toml = "[run]\nprotected = [\"SPEC.md\", \"longrun.toml\"]\n";
     let leave = "#!/usr/bin/env bash\nset -e\ntouch \"$HOME/left\" \"$TMPDIR/left\"\n";
@@ -250,6 +262,7 @@ fn each_check_gets_a_fresh_home_and_tmpdir() {
         t = os.path.exists(os.path.join(os.environ['TMPDIR'], 'left'))\n\n\n\
         def mul(a, b):\n    return a * b if not (h or t) else 0\n";
     let env = calc_project(
+        by,
         Some(toml),
         &[session(vec![
             write_file("init.sh", leave),
@@ -257,6 +270,6 @@ fn each_check_gets_a_fresh_home_and_tmpdir() {
             write_file("features.json", &list(true, false)),
         ])],
     );
-    continue_n(&env, 1);
+    env.continue_by(by, 1);
     assert_accepted(&env, 2);
 }

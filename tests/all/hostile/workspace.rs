@@ -92,58 +92,6 @@ fn assert_refused_then_control(env: &Env, before: &str, n: u64, want: &str, reas
     assert!(fsck.status.success(), "{}", text(&fsck));
 }
 
-/// Who runs `continue`: the tests' own user (root here), or uid 65534, who
-/// then owns the project and every file the session aims at, so that only
-/// the sandbox and the orchestrator's rules stand in the way.
-#[derive(Clone, Copy, Debug)]
-enum By {
-    Root,
-    Nobody,
-}
-
-/// Two tests of one attack: `continue` as root, and as uid 65534.
-macro_rules! by_both {
-    ($as_root:ident, $as_nobody:ident, $attack:ident) => {
-        #[test]
-        fn $as_root() {
-            $attack(By::Root);
-        }
-
-        #[test]
-        fn $as_nobody() {
-            $attack(By::Nobody);
-        }
-    };
-}
-
-fn run_by(env: &Env, sessions: u32, by: By) -> std::process::Output {
-    match by {
-        By::Root => run(env, sessions),
-        By::Nobody => run_as_nobody(env, sessions),
-    }
-}
-
-fn run(env: &Env, sessions: u32) -> std::process::Output {
-    env.run(&[
-        "continue",
-        "--dir",
-        &env.dir_arg(),
-        "--sessions",
-        &sessions.to_string(),
-    ])
-}
-
-/// `continue` as uid 65534, who then owns the project.
-fn run_as_nobody(env: &Env, sessions: u32) -> std::process::Output {
-    env.run_as_nobody(&[
-        "continue",
-        "--dir",
-        &env.dir_arg(),
-        "--sessions",
-        &sessions.to_string(),
-    ])
-}
-
 /// Session `n`'s verdict and reasons from `longrun log`.
 fn verdict(env: &Env, n: u64) -> (String, String) {
     let log = env.log_json();
@@ -200,7 +148,7 @@ fn reserved_paths(by: By) {
         honest("a", &[], vec![turn(vec![plant]), turn(vec![craft])]),
         honest("a", &[], vec![]),
     ]);
-    let out = run_by(&env, 2, by);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "rejected", ".longrun/sessions/0009/worker.pid");
     assert_verdict(&env, 2, "rejected", ".LONGRUN/x");
@@ -238,7 +186,7 @@ fn sync_through_symlink(by: By) {
         "3": honest("b", &["a"], vec![turn(vec![through])]),
     }));
     assert!(env.init(SPEC, &model).status.success());
-    let out = run_by(&env, 1, by);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     // The user checks the symlink out in the project (as `git checkout` does).
@@ -248,7 +196,7 @@ fn sync_through_symlink(by: By) {
         .unwrap()
         .file_type()
         .is_symlink());
-    let out = run_by(&env, 1, by);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     // The session's work is accepted and on main, but nothing was written outside.
     assert_verdict(&env, 3, "accepted", "");
@@ -301,7 +249,7 @@ fn attack_then_control_by(by: By, attack: impl Fn(&Env) -> Vec<Value>) -> (Env, 
         "",
     );
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = run_by(&env, 2, by);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     (env, before)
 }
@@ -432,21 +380,15 @@ fn object_files(env: &Env) -> Vec<(String, Vec<u8>, u64)> {
     out
 }
 
-#[test]
-fn the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session() {
-    objects_stay_whole(false);
-}
-
-#[test]
-fn the_projects_objects_cannot_be_rewritten_by_a_session_of_their_owner() {
-    if nix::unistd::geteuid().is_root() {
-        objects_stay_whole(true);
-    }
-}
+by_both!(
+    the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session,
+    the_projects_objects_cannot_be_rewritten_by_a_session_of_their_owner,
+    objects_stay_whole
+);
 
 /// The attack on the project's objects, the orchestrator running as root or
-/// (`nobody`) as uid 65534, which then owns every file the session aims at.
-fn objects_stay_whole(nobody: bool) {
+/// as uid 65534, which then owns every file the session aims at.
+fn objects_stay_whole(by: By) {
     let env = Env::new();
     let rewrite = script(
         "alt=$(cat .git/objects/info/alternates)
@@ -461,11 +403,7 @@ fn objects_stay_whole(nobody: bool) {
         "",
     );
     let objects = object_files(&env);
-    let out = if nobody {
-        run_as_nobody(&env, 1)
-    } else {
-        run(&env, 1)
-    };
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     // The attack got nowhere, and the same session's honest work landed.
     assert_verdict(&env, 2, "accepted", "");
@@ -491,21 +429,15 @@ fn objects_stay_whole(nobody: bool) {
     assert!(fsck.status.success(), "{}", text(&fsck));
 }
 
-#[test]
-fn a_session_reads_only_the_projects_git_data_not_its_directory() {
-    reads_only_git_data(false);
-}
-
-#[test]
-fn a_session_of_the_projects_owner_reads_only_its_git_data() {
-    if nix::unistd::geteuid().is_root() {
-        reads_only_git_data(true);
-    }
-}
+by_both!(
+    a_session_reads_only_the_projects_git_data_not_its_directory,
+    a_session_of_the_projects_owner_reads_only_its_git_data,
+    reads_only_git_data
+);
 
 /// Session 2 tries to read the project's directory and `.longrun/`; as
-/// uid 65534 (`nobody`) it owns them, so only the sandbox stands in its way.
-fn reads_only_git_data(nobody: bool) {
+/// uid 65534 it owns them, so only the sandbox stands in its way.
+fn reads_only_git_data(by: By) {
     let env = Env::new();
     let p = env.project();
     let body = format!(
@@ -523,11 +455,7 @@ fn reads_only_git_data(nobody: bool) {
         vec![honest("a", &[], script(&body))],
         "",
     );
-    let out = if nobody {
-        run_as_nobody(&env, 1)
-    } else {
-        run(&env, 1)
-    };
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     for leak in ["leak-log.txt", "leak-ls.txt", "leak-t.txt", "leak-spec.txt"] {
@@ -563,12 +491,12 @@ fn deleting_init_sh_is_refused_and_later_runs_still_start() {
         honest("b", &["a"], vec![]),
     ]);
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = run(&env, 2);
+    let out = env.continue_by(By::Root, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_refused_then_control(&env, &before, 2, "rejected", "init.sh");
     assert!(env.on_main("init.sh").is_some());
     // The next run starts (its preflight needs init.sh on main) and lands b.
-    let out = run(&env, 1);
+    let out = env.continue_by(By::Root, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 4, "accepted", "");
 }
@@ -676,10 +604,10 @@ fn recovery_never_signals_a_planted_pid() {
     let dir = env.project().join(".longrun/sessions/0002");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("worker.pid"), pid.to_string()).unwrap();
-    let out = run(&env, 0);
+    let out = env.continue_by(By::Root, 0);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(dir.join("worker.start"), "1").unwrap();
-    let out = run(&env, 1);
+    let out = env.continue_by(By::Root, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         sleeper.try_wait().unwrap().is_none(),
@@ -707,7 +635,7 @@ fn an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap() {
         "[sandbox]\nmax_workspace_mb = 1\n",
     );
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = run(&env, 2);
+    let out = env.continue_by(By::Root, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_refused_then_control(&env, &before, 2, "failed", "over 1 MiB");
     assert_verdict(&env, 2, "failed", "nothing of it was kept");
@@ -729,7 +657,7 @@ fn an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named() {
         vec![session],
         "[sandbox]\nmax_file_mb = 1\n",
     );
-    let out = run(&env, 1);
+    let out = env.continue_by(By::Root, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "rejected", "left out of the kept work: big.bin");
     let kept = env.git(&["ls-tree", "--name-only", "refs/longrun/sessions/0002"]);
@@ -751,7 +679,7 @@ fn session_files(env: &Env, n: u32) -> Vec<String> {
 #[test]
 fn after_the_verdict_only_the_record_of_a_session_stays_unless_kept() {
     let env = project(vec![honest("a", &[], vec![])]);
-    let out = run(&env, 1);
+    let out = env.continue_by(By::Root, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     let names = session_files(&env, 2);
@@ -773,9 +701,9 @@ fn after_the_verdict_only_the_record_of_a_session_stays_unless_kept() {
         vec![honest("a", &[], vec![]), honest("b", &["a"], vec![])],
         "[run]\nkeep_sessions = 1\n",
     );
-    assert!(run(&env, 1).status.success());
+    assert!(env.continue_by(By::Root, 1).status.success());
     assert!(session_files(&env, 2).iter().any(|n| n == "work"));
-    assert!(run(&env, 1).status.success());
+    assert!(env.continue_by(By::Root, 1).status.success());
     assert!(!session_files(&env, 2).iter().any(|n| n == "work"));
     assert!(session_files(&env, 3).iter().any(|n| n == "work"));
 }
@@ -816,7 +744,7 @@ fn verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree() {
         done("done"),
     ]);
     let env = project_with(initializer(&list), vec![worker_a, worker_b], "");
-    let out = run(&env, 2);
+    let out = env.continue_by(By::Root, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     let path = env.on_main("a.txt").unwrap();
