@@ -5,9 +5,7 @@
 //! What goes on the wire is the [`WireFormat`]'s business (openai.rs,
 //! anthropic.rs); this file knows nothing of either format.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,7 +14,7 @@ use futures_util::StreamExt;
 use reqwest::StatusCode;
 
 use super::price::{self, Price, Tokens};
-use super::retry::{self, Fault, RetryNote};
+use super::retry::{self, Fault, RetryNote, RetrySink};
 use super::settings::{ApiKey, ProviderSettings};
 use super::{
     ChatRequest, ChatResponse, ModelError, ModelSpec, Provider, RequestContext, ToolCall, Usage,
@@ -69,7 +67,6 @@ pub struct HttpProvider {
     price: Option<Price>,
     /// Cleared for good once the server refuses a streaming request.
     streaming: AtomicBool,
-    retries: Mutex<HashMap<(u32, u32), Vec<RetryNote>>>,
 }
 
 impl HttpProvider {
@@ -96,7 +93,6 @@ impl HttpProvider {
             client,
             price,
             streaming: AtomicBool::new(true),
-            retries: Mutex::new(HashMap::new()),
         })
     }
 
@@ -167,10 +163,11 @@ impl HttpProvider {
         }
     }
 
-    /// Log the retry and keep it for the transcript; returns how long to wait.
+    /// Log the retry and tell `retries` of it now; returns how long to wait.
     fn log_retry(
         &self,
         ctx: RequestContext,
+        retries: &RetrySink,
         attempt: u32,
         reason: String,
         asked: Option<Duration>,
@@ -184,16 +181,11 @@ impl HttpProvider {
             policy.max_tries,
             wait.as_secs_f64()
         );
-        let note = RetryNote {
+        retries.tell(RetryNote {
             attempt,
             reason,
             wait_ms: wait.as_millis() as u64,
-        };
-        if let Ok(mut map) = self.retries.lock() {
-            map.entry((ctx.session, ctx.request_index))
-                .or_default()
-                .push(note);
-        }
+        });
         wait
     }
 
@@ -236,6 +228,7 @@ impl Provider for HttpProvider {
         &self,
         ctx: RequestContext,
         request: &ChatRequest,
+        retries: &RetrySink,
     ) -> Result<ChatResponse, ModelError> {
         let policy = self.settings.retry;
         let mut attempt = 0;
@@ -272,7 +265,7 @@ impl Provider for HttpProvider {
                     wait: asked,
                 });
             }
-            let wait = self.log_retry(ctx, attempt, reason, asked);
+            let wait = self.log_retry(ctx, retries, attempt, reason, asked);
             tokio::time::sleep(wait).await;
         }
     }
@@ -296,14 +289,6 @@ impl Provider for HttpProvider {
                 wait: after,
             }),
         }
-    }
-
-    fn take_retries(&self, ctx: RequestContext) -> Vec<RetryNote> {
-        self.retries
-            .lock()
-            .ok()
-            .and_then(|mut map| map.remove(&(ctx.session, ctx.request_index)))
-            .unwrap_or_default()
     }
 }
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::anthropic::AnthropicFormat;
 use super::http::HttpProvider;
 use super::openai::OpenaiFormat;
-use super::retry::RetryNote;
+use super::retry::RetrySink;
 use super::settings::ProviderSettings;
 use super::{ChatRequest, ChatResponse, ModelSpec, ProviderKind, ScriptedProvider};
 use crate::config::ModelSection;
@@ -77,16 +77,13 @@ pub enum ModelErrorKind {
 pub trait Provider: Send + Sync {
     /// The model string recorded in trailers, e.g. `openai:gpt-4o`.
     fn describe(&self) -> String;
+    /// Answer `request`, telling `retries` of every failed try as it happens.
     async fn complete(
         &self,
         ctx: RequestContext,
         request: &ChatRequest,
+        retries: &RetrySink,
     ) -> Result<ChatResponse, ModelError>;
-
-    /// The retries that request `ctx` needed, once it is answered (or has failed).
-    fn take_retries(&self, _ctx: RequestContext) -> Vec<RetryNote> {
-        Vec::new()
-    }
 
     /// While the run is paused: one try, without retries, of the smallest
     /// request, to learn whether the provider answers again.

@@ -43,6 +43,31 @@ pub struct RetryNote {
     pub wait_ms: u64,
 }
 
+/// Where a provider tells of each retry as it happens (the display shows
+/// it then, not after the answer), or nowhere.
+#[derive(Debug, Clone, Default)]
+pub struct RetrySink(Option<tokio::sync::mpsc::UnboundedSender<RetryNote>>);
+
+impl RetrySink {
+    /// A sink and the receiver its notes arrive at, in order.
+    pub fn channel() -> (RetrySink, tokio::sync::mpsc::UnboundedReceiver<RetryNote>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (RetrySink(Some(tx)), rx)
+    }
+
+    /// Retries nobody is told of (the log still has them).
+    pub fn none() -> RetrySink {
+        RetrySink(None)
+    }
+
+    pub fn tell(&self, note: RetryNote) {
+        if let Some(tx) = &self.0 {
+            // A receiver that is gone no longer cares.
+            let _ = tx.send(note);
+        }
+    }
+}
+
 /// Statuses a later try may get past: timeouts, conflicts, rate limits,
 /// server errors and Anthropic's "overloaded".
 pub fn is_retried(status: StatusCode) -> bool {

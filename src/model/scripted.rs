@@ -151,6 +151,7 @@ impl Provider for ScriptedProvider {
         &self,
         ctx: RequestContext,
         request: &ChatRequest,
+        _retries: &super::RetrySink,
     ) -> Result<ChatResponse, ModelError> {
         Ok(self.model.respond(ctx, request))
     }

@@ -54,8 +54,6 @@ struct SessionTally {
 #[derive(Debug, Default)]
 struct Tally {
     sessions_in_flight: std::collections::BTreeMap<u32, SessionTally>,
-    /// The session whose status the live display shows.
-    shown: Option<u32>,
     /// The session the last printed line belonged to, for headers.
     last_printed: Option<u32>,
     /// Worker sessions started by this run.
@@ -149,14 +147,11 @@ impl Reporter {
                     round: 0,
                 },
             );
-            t.shown = Some(number);
+            if let (Some(live), Some(s)) = (&self.live, t.sessions_in_flight.get(&number)) {
+                live.start(number, &s.status);
+            }
             index
         };
-        if let Some(live) = &self.live {
-            if let Some(s) = self.tally().sessions_in_flight.get(&number) {
-                live.start(&s.status);
-            }
-        }
         self.emit(&RunEvent::SessionStarted {
             session: number,
             role: role.to_string(),
@@ -174,7 +169,22 @@ impl Reporter {
             s.status.tokens_out = usage.output_tokens;
             s.status.cost_usd = cost_usd;
         }
-        self.redraw(&mut t, number);
+        self.redraw(&t, number);
+    }
+
+    /// Session `number` waits for the model's answer to request `index`.
+    pub fn model_asked(&self, number: u32, index: u32) {
+        self.doing(number, format!("waiting for the model (request {index})"));
+    }
+
+    /// What session `number`'s status says it is doing, from now.
+    fn doing(&self, number: u32, doing: String) {
+        let mut t = self.tally();
+        if let Some(s) = t.sessions_in_flight.get_mut(&number) {
+            s.status.doing = doing;
+            s.status.since = Some(Instant::now());
+        }
+        self.redraw(&t, number);
     }
 
     /// The model answered with tool calls: the worker is running them now.
@@ -182,20 +192,16 @@ impl Reporter {
         let Some(first) = calls.first() else {
             return;
         };
-        let mut t = self.tally();
-        if let Some(s) = t.sessions_in_flight.get_mut(&number) {
-            let more = match calls.len() {
-                1 => String::new(),
-                n => format!(" (+{} more)", n - 1),
-            };
-            s.status.doing = crate::sanitize::line(&format!(
-                "running {} {}{more}",
-                first.name,
-                crate::view::text::truncate(&call_summary(&first.arguments), 100)
-            ));
-            s.status.since = Some(Instant::now());
-        }
-        self.redraw(&mut t, number);
+        let more = match calls.len() {
+            1 => String::new(),
+            n => format!(" (+{} more)", n - 1),
+        };
+        let doing = format!(
+            "running {} {}{more}",
+            first.name,
+            crate::view::text::truncate(&call_summary(&first.arguments), 100)
+        );
+        self.doing(number, crate::sanitize::line(&doing));
     }
 
     /// The session moved on to `phase` (`verifying`, `recording`).
@@ -208,6 +214,7 @@ impl Reporter {
                 s.status.since = Some(Instant::now());
             }
         }
+        // Drawn with the event.
         self.emit(&RunEvent::Phase {
             session: number,
             phase: phase.to_string(),
@@ -216,6 +223,13 @@ impl Reporter {
 
     /// A model request of session `number` failed and is tried again.
     pub fn retry(&self, number: u32, index: u32, attempt: u32, reason: &str, wait_ms: u64) {
+        self.doing(
+            number,
+            format!(
+                "waiting for the model (request {index}, try {})",
+                attempt + 1
+            ),
+        );
         self.emit(&RunEvent::Retry {
             session: number,
             index,
@@ -225,12 +239,10 @@ impl Reporter {
         });
     }
 
-    fn redraw(&self, t: &mut Tally, number: u32) {
-        if let Some(live) = &self.live {
-            t.shown = Some(number);
-            if let Some(s) = t.sessions_in_flight.get(&number) {
-                live.update(&s.status);
-            }
+    /// Session `number`'s status line, drawn again after a change.
+    fn redraw(&self, t: &Tally, number: u32) {
+        if let (Some(live), Some(s)) = (&self.live, t.sessions_in_flight.get(&number)) {
+            live.update(number, &s.status);
         }
     }
 
@@ -362,9 +374,6 @@ impl Reporter {
             t.usage.input_tokens += s.status.tokens_in;
             t.usage.output_tokens += s.status.tokens_out;
             t.cost_usd += s.status.cost_usd;
-            if t.shown == Some(number) {
-                t.shown = t.sessions_in_flight.keys().next_back().copied();
-            }
             RunEvent::Verdict {
                 session: number,
                 feature: s.feature.clone(),
@@ -377,11 +386,11 @@ impl Reporter {
                 elapsed_s: s.started.map_or(0, |s| s.elapsed().as_secs()),
             }
         };
-        self.emit(&event);
-        let mut t = self.tally();
-        if let Some(next) = t.shown {
-            self.redraw(&mut t, next);
+        // The status goes first, so that the verdict is not drawn beside it.
+        if let Some(live) = &self.live {
+            live.end(number);
         }
+        self.emit(&event);
     }
 
     /// The run is over: one last event with its outcome and totals.
@@ -448,9 +457,7 @@ impl Reporter {
                         follow(&mut s.status, event);
                     }
                     if let Some(n) = event.session() {
-                        if let Some(s) = t.sessions_in_flight.get(&n) {
-                            live.update(&s.status);
-                        }
+                        self.redraw(&t, n);
                     }
                     if live.print(event, header.as_deref()) {
                         t.last_printed = event.session();

@@ -12,7 +12,7 @@ use super::transcript::{Entry, Transcript};
 use super::verify::CheckRun;
 use super::Project;
 use crate::features::Feature;
-use crate::model::{ChatRequest, Message, Provider, RequestContext};
+use crate::model::{ChatRequest, Message, Provider, RequestContext, RetrySink};
 
 const SYSTEM: &str = "You review one session of an autonomous coding run. The session was \
 assigned one feature; its work already passed the feature's acceptance check and every other \
@@ -116,7 +116,7 @@ pub async fn review(
         request: request.clone(),
         model: Some(format!("reviewer {model}")),
     })?;
-    let answer = match reviewer.complete(ctx, &request).await {
+    let answer = match reviewer.complete(ctx, &request, &RetrySink::none()).await {
         Ok(response) => {
             let text = response.text.clone();
             transcript.append(&Entry::Response {

@@ -29,7 +29,7 @@ use super::signals::Interrupt;
 use super::Reporter;
 use crate::broker::{self, OrchestratorMessage, SessionEvent, WorkerMessage, WorkerReport};
 use crate::config::BudgetSection;
-use crate::model::{ModelError, Provider, RequestContext, Usage};
+use crate::model::{ModelError, Provider, RequestContext, RetrySink, Usage};
 use crate::trusted::transcript::{Entry, Transcript};
 
 /// Why the orchestrator ended the worker, if it did.
@@ -281,24 +281,9 @@ pub async fn serve(
                     session: launch.number,
                     request_index: index,
                 };
-                let result = stops.race(provider.complete(ctx, &request)).await;
-                for note in provider.take_retries(ctx) {
-                    reporter.retry(
-                        launch.number,
-                        index,
-                        note.attempt,
-                        &note.reason,
-                        note.wait_ms,
-                    );
-                    transcript.append(&Entry::Retry {
-                        index,
-                        attempt: note.attempt,
-                        reason: note.reason,
-                        wait_ms: note.wait_ms,
-                    })?;
-                }
-                let result = match result {
-                    Ok(r) => r,
+                let asked = complete(provider.as_ref(), ctx, &request, reporter, transcript);
+                let result = match stops.race(asked).await {
+                    Ok(r) => r?,
                     Err(stop) => {
                         run.stop = stop;
                         break;
@@ -316,7 +301,7 @@ pub async fn serve(
                     break;
                 }
                 if index >= 1 {
-                    super::failpoint::hit("agent-loop", launch.number);
+                    super::failpoint::hit("agent-loop", launch.number).await;
                 }
                 let mut out = serde_json::to_vec(&answer)?;
                 out.push(b'\n');
@@ -420,6 +405,50 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), max: usize) -> std:
                 true => Line::TooLong(len),
                 false => Line::Text(line),
             });
+        }
+    }
+}
+
+/// The provider's answer to `request`, with every retry shown and recorded
+/// as it happens: a warning appears while the provider is being waited for,
+/// not once it has answered.
+async fn complete(
+    provider: &dyn Provider,
+    ctx: RequestContext,
+    request: &crate::model::ChatRequest,
+    reporter: &Reporter,
+    transcript: &mut Transcript,
+) -> anyhow::Result<Result<crate::model::ChatResponse, ModelError>> {
+    reporter.model_asked(ctx.session, ctx.request_index);
+    let (sink, mut notes) = RetrySink::channel();
+    let answer = provider.complete(ctx, request, &sink);
+    tokio::pin!(answer);
+    let mut tell = |note: crate::model::RetryNote| {
+        reporter.retry(
+            ctx.session,
+            ctx.request_index,
+            note.attempt,
+            &note.reason,
+            note.wait_ms,
+        );
+        transcript.append(&Entry::Retry {
+            index: ctx.request_index,
+            attempt: note.attempt,
+            reason: note.reason,
+            wait_ms: note.wait_ms,
+        })
+    };
+    loop {
+        tokio::select! {
+            biased;
+            Some(note) = notes.recv() => tell(note)?,
+            result = &mut answer => {
+                // A note sent just before the answer is still told first.
+                while let Ok(note) = notes.try_recv() {
+                    tell(note)?;
+                }
+                return Ok(result);
+            }
         }
     }
 }

@@ -111,7 +111,7 @@ pub async fn run_session(
         std::fs::create_dir_all(d).with_context(|| format!("failed to create {}", d.display()))?;
     }
     let base = repo::main_head(&project.repo)?.context("main has no commits")?;
-    super::failpoint::hit("before-clone", plan.number);
+    super::failpoint::hit("before-clone", plan.number).await;
     workspace::make(project.repo.path(), &work, base, workspace::Head::Main)?;
     let mut transcript = Transcript::open(&dir.join("transcript.jsonl"))?;
     let model_name = super::models::session_model(provider, plan.subagent_model.as_ref());
@@ -152,7 +152,7 @@ pub async fn run_session(
 
     // Verification, from outside the session. Whatever the session's output
     // breaks on the way is its verdict, `failed`, and the run goes on.
-    super::failpoint::hit("verification", plan.number);
+    super::failpoint::hit("verification", plan.number).await;
     let mut failures: Vec<String> = over_size(project, &work).into_iter().collect();
 
     let target = import::Target::of(project);
@@ -257,7 +257,7 @@ pub async fn run_session(
     }
     reporter.phase(plan.number, "recording");
     let (verdict, reasons, commit) = record::record(project, &rec, head)?;
-    super::failpoint::hit("after-record", plan.number);
+    super::failpoint::hit("after-record", plan.number).await;
     transcript.append(&Entry::Verdict {
         verdict: verdict.to_string(),
         reasons: reasons.clone(),

@@ -291,7 +291,7 @@ impl RunEvent {
                 wait_ms,
                 ..
             } => vec![format!(
-                "  model request {index}: try {attempt} failed ({reason}); tried again after {:.1} s",
+                "  model request {index}: try {attempt} failed ({reason}); trying again in {:.1} s",
                 *wait_ms as f64 / 1000.0
             )],
             RunEvent::Message { text } => vec![text.clone()],

@@ -1,12 +1,15 @@
-//! The live progress display on a terminal (indicatif): a two-line status
-//! that redraws in place — session i of N, the feature, the step, tokens,
-//! cost, elapsed time, and the last tool call — with finished sessions
-//! printed above it as permanent lines.
+//! The live progress display on a terminal (indicatif): for each session in
+//! flight, a two-line status that redraws in place — session i of N, the
+//! feature, the phase, the step, tokens, cost, elapsed time, and the tool
+//! running with its own time — with verdicts, warnings and notices printed
+//! above the statuses as permanent lines, whole.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use console::style;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::events::RunEvent;
 use super::text::{duration, tokens, truncate};
@@ -50,30 +53,74 @@ impl Status {
     }
 }
 
+/// The status area: one two-line status per session in flight, in the
+/// order they started (under `--parallel` there are several), with lines
+/// printed above them kept on screen.
 pub struct Live {
-    bar: ProgressBar,
-    /// When the thing on the second line started; the template ticks it.
-    since: std::sync::Arc<std::sync::Mutex<Option<std::time::Instant>>>,
+    area: MultiProgress,
+    /// Each running session's status, by session number.
+    sessions: std::sync::Mutex<BTreeMap<u32, SessionLine>>,
+    keys: std::sync::Mutex<QuietKeys>,
 }
 
-/// The live status on screen, if any: whatever else writes to the terminal
+/// Keys typed while the status area is drawn are not echoed: indicatif
+/// leaves the cursor at the right edge of its last line, so an echoed `^C`
+/// (or Enter) would start a line it does not know of, and a status line would
+/// be left behind on the screen. The terminal's settings are put back when
+/// the area goes.
+struct QuietKeys {
+    saved: Option<nix::sys::termios::Termios>,
+}
+
+impl QuietKeys {
+    fn on() -> QuietKeys {
+        use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
+        let out = std::io::stdout();
+        // A run in the background must not touch the terminal (that would stop it).
+        let foreground =
+            nix::unistd::tcgetpgrp(&out).is_ok_and(|group| group == nix::unistd::getpgrp());
+        let saved = tcgetattr(&out).ok().filter(|_| foreground);
+        if let Some(settings) = &saved {
+            let mut quiet = settings.clone();
+            quiet.local_flags.remove(LocalFlags::ECHO);
+            let _ = tcsetattr(&out, SetArg::TCSANOW, &quiet);
+        }
+        QuietKeys { saved }
+    }
+
+    fn off(&mut self) {
+        use nix::sys::termios::{tcsetattr, SetArg};
+        if let Some(settings) = self.saved.take() {
+            let _ = tcsetattr(std::io::stdout(), SetArg::TCSANOW, &settings);
+        }
+    }
+}
+
+/// One session's status in the area.
+struct SessionLine {
+    bar: ProgressBar,
+    /// When the thing on its second line started; the template ticks it.
+    since: Arc<std::sync::Mutex<Option<Instant>>>,
+}
+
+/// The status area on screen, if any: whatever else writes to the terminal
 /// (warnings, the Ctrl-C acknowledgement) goes above it instead of being
 /// drawn over.
-static ACTIVE: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+static ACTIVE: std::sync::Mutex<Option<MultiProgress>> = std::sync::Mutex::new(None);
 
-fn active() -> Option<ProgressBar> {
+fn active() -> Option<MultiProgress> {
     ACTIVE.lock().ok().and_then(|a| a.clone())
 }
 
-/// Run `write` (to stderr, say) with the live status hidden, then draw it again.
+/// Run `write` (to stderr, say) with the status area hidden, then draw it again.
 pub fn suspend<R>(write: impl FnOnce() -> R) -> R {
     match active() {
-        Some(bar) => bar.suspend(write),
+        Some(area) => area.suspend(write),
         None => write(),
     }
 }
 
-/// One whole line on stderr, above the live status when there is one.
+/// One whole line on stderr, above the status area when there is one.
 pub fn eprint_line(text: &str) {
     suspend(|| {
         use std::io::Write;
@@ -83,11 +130,11 @@ pub fn eprint_line(text: &str) {
     });
 }
 
-impl Live {
-    pub fn new() -> Live {
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
-        let since = std::sync::Arc::new(std::sync::Mutex::new(None::<std::time::Instant>));
-        let ticking = std::sync::Arc::clone(&since);
+impl SessionLine {
+    fn new() -> SessionLine {
+        let bar = ProgressBar::hidden();
+        let since = Arc::new(std::sync::Mutex::new(None::<Instant>));
+        let ticking = Arc::clone(&since);
         let style = ProgressStyle::with_template(
             "{spinner:.cyan} {prefix:.bold} · {elapsed_precise}\n  {running}{wide_msg:.dim}",
         )
@@ -104,44 +151,97 @@ impl Live {
         })
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
         bar.set_style(style);
-        if let Ok(mut a) = ACTIVE.lock() {
-            *a = Some(bar.clone());
-        }
-        Live { bar, since }
+        SessionLine { bar, since }
     }
 
-    /// A session starts: the clock restarts and the spinner turns.
-    pub fn start(&self, status: &Status) {
-        self.bar.reset_elapsed();
-        self.bar.enable_steady_tick(Duration::from_millis(120));
-        self.update(status);
-    }
-
-    pub fn update(&self, status: &Status) {
+    fn show(&self, status: &Status) {
         if let Ok(mut since) = self.since.lock() {
             *since = status.since;
         }
         self.bar.set_prefix(status.headline());
         self.bar.set_message(status.doing.clone());
     }
+}
 
-    /// Lines printed above the status, kept on screen, after `header` when
-    /// given (another session's lines came last). Whether anything was printed.
+impl Live {
+    pub fn new() -> Live {
+        let area = MultiProgress::with_draw_target(ProgressDrawTarget::stdout());
+        if let Ok(mut a) = ACTIVE.lock() {
+            *a = Some(area.clone());
+        }
+        Live {
+            area,
+            sessions: std::sync::Mutex::new(BTreeMap::new()),
+            keys: std::sync::Mutex::new(QuietKeys::on()),
+        }
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, SessionLine>> {
+        // A panic elsewhere must not silence the display.
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Session `number` starts: its status joins the area, below the others,
+    /// its clock at zero and its spinner turning.
+    pub fn start(&self, number: u32, status: &Status) {
+        let line = SessionLine::new();
+        let mut sessions = self.sessions();
+        // Kept in session order: a later number goes below.
+        let bar = match sessions.range(number..).next() {
+            Some((_, after)) => self.area.insert_before(&after.bar, line.bar.clone()),
+            None => self.area.add(line.bar.clone()),
+        };
+        bar.enable_steady_tick(Duration::from_millis(120));
+        line.show(status);
+        if let Some(old) = sessions.insert(number, line) {
+            self.area.remove(&old.bar);
+        }
+    }
+
+    /// Session `number`'s status says `status` now.
+    pub fn update(&self, number: u32, status: &Status) {
+        if let Some(line) = self.sessions().get(&number) {
+            line.show(status);
+        }
+    }
+
+    /// Session `number` has its verdict: its status leaves the area.
+    pub fn end(&self, number: u32) {
+        if let Some(line) = self.sessions().remove(&number) {
+            line.bar.finish_and_clear();
+            self.area.remove(&line.bar);
+        }
+    }
+
+    /// Lines printed above the status area, kept on screen, after `header`
+    /// when given (another session's lines came last). Whether anything was printed.
     pub fn print(&self, event: &RunEvent, header: Option<&str>) -> bool {
         let lines = permanent_lines(event);
         if lines.is_empty() {
             return false;
         }
-        for line in header.map(str::to_string).into_iter().chain(lines) {
-            self.bar.println(line);
-        }
+        let text = header
+            .map(str::to_string)
+            .into_iter()
+            .chain(lines)
+            .collect::<Vec<_>>()
+            .join("\n");
+        // One call: the lines of one event stay together.
+        let _ = self.area.println(text);
         true
     }
 
     pub fn finish(&self) {
-        self.bar.finish_and_clear();
+        let numbers: Vec<u32> = self.sessions().keys().copied().collect();
+        for n in numbers {
+            self.end(n);
+        }
+        let _ = self.area.clear();
         if let Ok(mut a) = ACTIVE.lock() {
             *a = None;
+        }
+        if let Ok(mut keys) = self.keys.lock() {
+            keys.off();
         }
     }
 }

@@ -22,6 +22,11 @@ pub const GIT_IDENTITY: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", "test@longrun.invalid"),
 ];
 
+/// How long a test waits for what should come at once (a line, a screen)
+/// before it fails: generous, for a loaded machine. Tests wait for what they
+/// expect, up to this; they never sleep for a fixed time instead.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// A test that cannot run on this machine says so loudly, and under CI
 /// (`CI` set, where .ci/run installs everything and runs as root) fails
 /// instead, so that a missing prerequisite never passes as green.
@@ -72,6 +77,20 @@ macro_rules! by_both {
 }
 #[allow(unused_imports)]
 pub(crate) use by_both;
+
+/// The variables that would point longrun at a real provider or through a
+/// proxy: the provider tests' commands run without them.
+pub const PROVIDER_VARS: [&str; 9] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "LONGRUN_API_KEY",
+    "LONGRUN_BASE_URL",
+    "http_proxy",
+    "https_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+];
 
 /// A temp directory holding a project dir and whatever a test writes beside it.
 pub struct Env {

@@ -1,12 +1,17 @@
 //! What a run prints, whole: the plain lines of a scripted run (a snapshot),
-//! JSON events with times, phases and the right session under --parallel.
+//! JSON events with times, phases and the right session under --parallel,
+//! and retries told when they happen. (What a terminal shows: terminal.rs.)
+
+use std::io::BufRead;
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use crate::common::*;
+use crate::mock_server::*;
 
 /// Fixed usage on every turn, so that the numbers do not move with the prompts.
-fn priced(mut turns: Value) -> Value {
+pub fn priced(mut turns: Value) -> Value {
     for turn in turns.as_array_mut().unwrap() {
         turn["usage"] = json!({"input_tokens": 1000, "output_tokens": 50});
     }
@@ -14,7 +19,7 @@ fn priced(mut turns: Value) -> Value {
 }
 
 /// A worker that makes `file` and marks `ids` passing among `all`.
-fn worker(file: &str, ids: &[&str], all: &[(&str, &str)]) -> Value {
+pub fn worker(file: &str, ids: &[&str], all: &[(&str, &str)]) -> Value {
     let list: Vec<(&str, bool, &str)> = all
         .iter()
         .map(|(id, check)| (*id, ids.contains(id), *check))
@@ -31,9 +36,9 @@ fn worker(file: &str, ids: &[&str], all: &[(&str, &str)]) -> Value {
     ]))
 }
 
-const TWO: &[(&str, &str)] = &[("a", "test -f a.txt"), ("b", "test -f b.txt")];
+pub const TWO: &[(&str, &str)] = &[("a", "test -f a.txt"), ("b", "test -f b.txt")];
 
-fn project(sessions: Value) -> Env {
+pub fn project(sessions: Value) -> Env {
     let env = Env::new();
     let list = features(&[("a", false, "test -f a.txt"), ("b", false, "test -f b.txt")]);
     let mut all = json!({"1": priced(initializer(&list))});
@@ -133,4 +138,74 @@ fn under_parallel_each_verdict_names_its_own_session_s_feature() {
         assert_eq!(v["feature"], feature_of(&v["session"]), "{v}");
         assert_eq!(v["tokens_in"], 3000, "each session's own tally: {v}");
     }
+}
+
+/// The retry is told while the provider is still being waited for: the
+/// server holds its answer to the second try until the test has read the
+/// retry event, so a retry told only once the answer is in would never come.
+#[test]
+fn a_retry_is_told_before_its_answer_arrives() {
+    let env = Env::new();
+    let gate = Gate::default();
+    let turns = initializer(&features(&[("a", false, "test -f a.txt")]));
+    let server = MockServer::start(Wire::Openai, a_retry_held_by(&gate, &turns));
+    crate::providers::prepare(&env, &server, "openai:gpt-4o", "");
+    let spec = env.write("spec.md", "# Spec\nA file.\n");
+    let mut child = crate::providers::longrun(&env)
+        .args([
+            "init",
+            spec.to_str().unwrap(),
+            "--dir",
+            &env.dir_arg(),
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines() {
+            let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let mut before = Vec::new();
+    let retry = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(event) = lines.recv_timeout(left) else {
+            let _ = child.kill();
+            panic!("no retry event while the answer was held; events: {before:?}");
+        };
+        if event["type"] == "retry" {
+            break event;
+        }
+        before.push(event);
+    };
+    assert_eq!(retry["session"], 1, "{retry}");
+    assert_eq!(retry["attempt"], 1, "{retry}");
+    assert!(
+        retry["reason"].as_str().unwrap().contains("upstream broke"),
+        "{retry}"
+    );
+    // Nothing the answer brings came before: the server still holds it.
+    assert!(
+        before.iter().all(|e| e["type"] != "tool_call"),
+        "{before:?}"
+    );
+    gate.open();
+    let after: Vec<Value> = lines.iter().collect();
+    assert!(child.wait().unwrap().success(), "{after:?}");
+    assert!(after.iter().any(|e| e["type"] == "tool_call"), "{after:?}");
+    let verdict = after.iter().find(|e| e["type"] == "verdict").unwrap();
+    assert_eq!(verdict["verdict"], "accepted", "{verdict}");
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "the failed try, the held one, two more"
+    );
 }

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -39,6 +39,27 @@ pub enum Reply {
     Stall { first: Vec<u8>, wait: Duration },
     /// Wait, then reply.
     Slow(Duration, Box<Reply>),
+    /// Hold the answer until the test opens the gate, then reply: the test
+    /// sees what longrun does while it waits, with no clock involved.
+    Gated(Gate, Box<Reply>),
+}
+
+/// Closed until a test opens it, once, for good.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    pub fn open(&self) {
+        let (open, opened) = &*self.0;
+        *open.lock().unwrap() = true;
+        opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let (open, opened) = &*self.0;
+        let guard = open.lock().unwrap();
+        drop(opened.wait_while(guard, |open| !*open).unwrap());
+    }
 }
 
 /// A request as the server received it.
@@ -170,6 +191,10 @@ fn send(conn: &mut TcpStream, reply: Reply) {
             std::thread::sleep(wait);
             send(conn, *then)
         }
+        Reply::Gated(gate, then) => {
+            gate.wait();
+            send(conn, *then)
+        }
         Reply::Reset => reset(conn),
         Reply::Stall { first, wait } => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
@@ -259,6 +284,17 @@ pub fn stream_turns(wire: Wire, turns: &Value, first: u32) -> Vec<Reply> {
         .iter()
         .enumerate()
         .map(|(i, t)| turn_reply(wire, t, first + i as u32, true))
+        .collect()
+}
+
+/// `turns` (OpenAI, streamed) after a 500 ("upstream broke"), the answer to
+/// the retry held until `gate` opens.
+pub fn a_retry_held_by(gate: &Gate, turns: &Value) -> Vec<Reply> {
+    let mut turns = stream_turns(Wire::Openai, turns, 1).into_iter();
+    let held = Reply::Gated(gate.clone(), Box::new(turns.next().expect("a turn")));
+    [error(500, "upstream broke", &[]), held]
+        .into_iter()
+        .chain(turns)
         .collect()
 }
 

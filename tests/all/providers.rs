@@ -27,19 +27,9 @@ fn worker_turns() -> Value {
 }
 
 /// The longrun binary with no provider variables but our fake key.
-fn longrun(env: &Env) -> Command {
+pub fn longrun(env: &Env) -> Command {
     let mut cmd = env.longrun();
-    for var in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "LONGRUN_API_KEY",
-        "LONGRUN_BASE_URL",
-        "http_proxy",
-        "https_proxy",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-    ] {
+    for var in PROVIDER_VARS {
         cmd.env_remove(var);
     }
     cmd.env("LONGRUN_API_KEY", KEY);
