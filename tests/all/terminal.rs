@@ -238,17 +238,20 @@ fn a_terminal_shows_the_retry_the_running_tool_and_the_ctrl_c_whole() {
     else {
         return;
     };
-    // The provider holds its answer to the second try: the retry is on screen now.
-    let retrying = term.wait_for(&["try 1 failed", "session 2 (1 of 1)"]);
+    // The provider holds its answer to the second try: the retry is on
+    // screen now. (Each wait names a frame's first and last line, so that a
+    // screen caught between the clearing of a frame and its drawing does
+    // not count.)
+    let status = "session 2 (1 of 1) · a · working";
+    let retrying = term.wait_for(&["try 1 failed", status, "(request 0, try 2)"]);
     snapshot("terminal_retry", &retrying);
     gate.open();
-    let running = term.wait_for(&["running bash"]);
+    let running = term.wait_for(&[status, "running bash"]);
     snapshot("terminal_running_tool", &running);
     term.keys("C-c");
-    let stopping = term.wait_for(&["stopping after this session"]);
+    let stopping = term.wait_for(&["stopping after this session", status, "running bash"]);
     // Acknowledged at once: the session is still held, with no verdict yet.
     assert!(!stopping.contains("accepted"), "{stopping}");
-    assert!(stopping.contains("running bash"), "{stopping}");
     release(&fifo);
     let (code, last) = term.wait_exit();
     snapshot("terminal_after_ctrl_c", &last);
@@ -285,17 +288,14 @@ fn under_parallel_a_terminal_shows_one_status_per_session() {
     };
     let both = term.wait_until("two sessions running a command", |screen| {
         screen.matches("running bash").count() == 2
+            && screen.contains("session 2 (1 of 2) · a · working")
+            && screen.contains("session 3 (2 of 2) · b · working")
     });
-    assert!(both.contains("session 2 (1 of 2) · a"), "{both}");
-    assert!(both.contains("session 3 (2 of 2) · b"), "{both}");
     snapshot("terminal_parallel", &both);
     // One after the other, for a screen that is the same every time.
     release(&two);
-    let first = term.wait_for(&["✓ session 2"]);
-    assert!(
-        first.contains("session 3 (2 of 2) · b · working"),
-        "{first}"
-    );
+    let first = term.wait_for(&["✓ session 2", "session 3 (2 of 2) · b · working"]);
+    assert!(!first.contains("session 2 (1 of 2)"), "{first}");
     release(&three);
     let (code, last) = term.wait_exit();
     snapshot("terminal_parallel_done", &last);
