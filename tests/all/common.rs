@@ -56,6 +56,29 @@ pub fn can_be_nobody() -> bool {
     root
 }
 
+/// `program` run by `by`: for uid 65534, under setpriv as uid/gid 65534
+/// with no groups.
+pub fn command_by(by: By, program: &str) -> Command {
+    match by {
+        By::Root => Command::new(program),
+        By::Nobody => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+            cmd
+        }
+    }
+}
+
+/// Give `dir` and everything in it to `owner` (`uid:gid`).
+pub fn chown_tree(dir: &Path, owner: &str) {
+    let done = Command::new("chown")
+        .args(["-R", owner])
+        .arg(dir)
+        .status()
+        .expect("chown");
+    assert!(done.success(), "chown -R {owner} {}", dir.display());
+}
+
 /// Two tests of one attack, `$attack(By::Root)` and `$attack(By::Nobody)`,
 /// the second skipped (loudly) when the tests do not run as root. (The
 /// benches include this file too, and use no macro.)
@@ -134,11 +157,21 @@ impl Env {
 
     /// The longrun binary with a clean environment, run in the temp root.
     pub fn longrun(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+        self.longrun_by(By::Root)
+    }
+
+    /// [`Env::longrun`] as `by`; uid 65534 gets a HOME in the temp dir.
+    fn longrun_by(&self, by: By) -> Command {
+        let mut cmd = command_by(by, env!("CARGO_BIN_EXE_longrun"));
         cmd.current_dir(self.root.path());
         cmd.env_remove("LONGRUN_MODEL");
         cmd.env_remove("RUST_LOG");
         cmd.envs(GIT_IDENTITY.iter().copied());
+        if by == By::Nobody {
+            let home = self.path("nobody-home");
+            std::fs::create_dir_all(&home).expect("mkdir");
+            cmd.env("HOME", home);
+        }
         cmd
     }
 
@@ -148,10 +181,7 @@ impl Env {
     /// after, for the test's own git to read. Needs the tests to run as
     /// root; [`by_both`] skips the uid 65534 half otherwise.
     pub fn run_with(&self, by: By, add: impl FnOnce(&mut Command)) -> Output {
-        let mut cmd = match by {
-            By::Root => self.longrun(),
-            By::Nobody => self.longrun_as_nobody(),
-        };
+        let mut cmd = self.longrun_by(by);
         add(&mut cmd);
         if by == By::Nobody {
             self.chown("65534:65534");
@@ -163,28 +193,8 @@ impl Env {
         out
     }
 
-    /// [`Env::longrun`] under setpriv, as uid/gid 65534 with no groups.
-    fn longrun_as_nobody(&self) -> Command {
-        let home = self.path("nobody-home");
-        std::fs::create_dir_all(&home).expect("mkdir");
-        let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_longrun"))
-            .current_dir(self.root.path())
-            .env_remove("LONGRUN_MODEL")
-            .env_remove("RUST_LOG")
-            .envs(GIT_IDENTITY.iter().copied())
-            .env("HOME", &home);
-        cmd
-    }
-
     fn chown(&self, owner: &str) {
-        let done = Command::new("chown")
-            .args(["-R", owner])
-            .arg(self.root.path())
-            .status()
-            .expect("chown");
-        assert!(done.success(), "chown -R {owner}");
+        chown_tree(self.root.path(), owner);
     }
 
     /// Run longrun with `args` as `by`.

@@ -85,90 +85,57 @@ fn worker(attack: bool) -> Value {
     Value::Array(turns.into_iter().map(with_usage).collect())
 }
 
-/// Who runs longrun.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum User {
-    Me,
-    /// uid/gid 65534 (only when the tests run as root).
-    Nobody,
-}
-
-pub fn users() -> Vec<User> {
-    if nix::unistd::getuid().is_root() {
-        vec![User::Me, User::Nobody]
-    } else {
-        crate::common::skip("the uid 65534 half of this test needs root");
-        vec![User::Me]
+/// Who runs longrun, for a test that tries both in turn: root, and uid
+/// 65534 when the tests run as root (said, loudly, when they do not).
+pub fn users() -> Vec<By> {
+    let mut users = vec![By::Root];
+    if can_be_nobody() {
+        users.push(By::Nobody);
     }
+    users
 }
 
-/// A project of `env` run as `user`: longrun and git, with the env's files
-/// owned by that user.
+/// A project of `env` run as `user`, with a home of its own beside the
+/// project and the system's tools only.
 pub struct As<'a> {
     pub env: &'a Env,
-    pub user: User,
+    pub user: By,
 }
 
 impl As<'_> {
-    pub fn new(env: &Env, user: User) -> As<'_> {
+    pub fn new(env: &Env, user: By) -> As<'_> {
         std::fs::create_dir_all(env.path("home")).unwrap();
         As { env, user }
     }
 
-    /// Give the env's files to the user (after writing them as root).
-    fn hand_over(&self) {
-        if self.user == User::Nobody {
-            let st = Command::new("chown")
-                .args(["-R", "65534:65534"])
-                .arg(self.env.root.path())
-                .status()
-                .unwrap();
-            assert!(st.success());
-        }
-    }
-
-    fn command(&self, program: &str) -> Command {
-        self.hand_over();
-        let mut cmd = match self.user {
-            User::Me => Command::new(program),
-            User::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
-                c
-            }
-        };
-        cmd.current_dir(self.env.root.path())
-            .env_remove("LONGRUN_MODEL")
-            .env_remove("RUST_LOG")
-            .env_remove("LONGRUN_FAILPOINT")
-            .env("HOME", self.env.path("home"))
-            // The system's tools only: the tests' own toolchain shims live
-            // in a home the sessions are not given.
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin");
-        cmd
-    }
-
-    pub fn longrun(&self) -> Command {
-        self.command(env!("CARGO_BIN_EXE_longrun"))
+    /// longrun with what `add` puts on the command, run as the user (see
+    /// [`Env::run_with`]).
+    pub fn run(&self, add: impl FnOnce(&mut Command)) -> Output {
+        self.env.run_with(self.user, |cmd| {
+            cmd.env_remove("LONGRUN_FAILPOINT")
+                .env("HOME", self.env.path("home"))
+                // The system's tools only: the tests' own toolchain shims live
+                // in a home the sessions are not given.
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+            add(cmd);
+        })
     }
 
     pub fn init(&self, model: &str) -> Output {
         let spec = self.env.write("spec.md", SPEC);
-        self.longrun()
-            .args(["init", spec.to_str().unwrap(), "--dir"])
-            .arg(self.env.project())
-            .args(["--model", model])
-            .output()
-            .unwrap()
+        self.run(|cmd| {
+            cmd.args(["init", spec.to_str().unwrap(), "--dir"])
+                .arg(self.env.project())
+                .args(["--model", model]);
+        })
     }
 
     pub fn continue_run(&self, model: &str, extra_env: &[(&str, &str)]) -> Output {
-        self.longrun()
-            .args(["continue", "--sessions", "1", "--model", model, "--dir"])
-            .arg(self.env.project())
-            .envs(extra_env.iter().copied())
-            .output()
-            .unwrap()
+        self.run(|cmd| {
+            cmd.args(["continue", "--sessions", "1", "--model", model, "--dir"])
+                .arg(self.env.project())
+                .envs(extra_env.iter().copied());
+        })
     }
 
     /// `git` in the project (any owner), stdout.
@@ -228,7 +195,7 @@ fn sum_usage(t: &[Value], key: &str) -> u64 {
 /// Init (accepted) and one worker session scripted as `w`, run as `user`.
 fn run_one<'a>(
     env: &'a Env,
-    user: User,
+    user: By,
     w: Value,
     toml: Option<&str>,
     failpoint: Option<&str>,
@@ -406,14 +373,19 @@ fn a_worker_spending_seven_times_its_budget_is_stopped_by_the_orchestrator() {
     }
 }
 
+by_both!(
+    protocol_violations_are_recorded_not_believed_and_not_fatal,
+    protocol_violations_are_recorded_not_believed_and_not_fatal_as_uid_65534,
+    protocol_violations
+);
+
 /// A worker that breaks the protocol (fault injection: a malformed line, a
 /// line that is not UTF-8, a second sandbox report forging a layer) is not
 /// believed and not fatal: each violation is in the transcript, the forged
 /// layer is in no trailer, and the honest work is accepted.
-#[test]
-fn protocol_violations_are_recorded_not_believed_and_not_fatal() {
+fn protocol_violations(by: By) {
     let env = Env::new();
-    let who = run_one(&env, User::Me, worker(false), None, Some("worker-forges:2"));
+    let who = run_one(&env, by, worker(false), None, Some("worker-forges:2"));
     let message = who.last_message();
     assert_eq!(
         trailers(&message, "Longrun-Verdict"),
@@ -505,12 +477,17 @@ fn a_worker_whose_confinement_report_the_kernel_contradicts_runs_nothing() {
     }
 }
 
+by_both!(
+    init_sh_does_not_hold_the_broker_socket,
+    init_sh_does_not_hold_the_broker_socket_as_uid_65534,
+    init_sh_socket
+);
+
 /// init.sh, which the worker runs before the first model call through the
 /// same spawn as a bash call, does not hold the broker socket either.
-#[test]
-fn init_sh_does_not_hold_the_broker_socket() {
+fn init_sh_socket(by: By) {
     let env = Env::new();
-    let who = As::new(&env, User::Me);
+    let who = As::new(&env, by);
     let init =
         "#!/usr/bin/env bash\n(echo x >&3) 2>/dev/null && echo INIT-HELD-FD3 || echo init-no-fd3\n";
     let first = json!([

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::broker::{tool_result, trailers, users, As, User};
+use super::broker::{tool_result, trailers, users, As};
 use crate::common::*;
 
 fn one(passes: bool) -> String {
@@ -28,14 +28,12 @@ fn worker(first: Vec<Value>) -> Value {
 
 fn init(who: &As, model: &str, extra: &[&str]) {
     let spec = who.env.write("spec.md", "# One feature\nBuild a.\n");
-    let o = who
-        .longrun()
-        .args(["init", spec.to_str().unwrap(), "--dir"])
-        .arg(who.env.project())
-        .args(["--model", model])
-        .args(extra)
-        .output()
-        .unwrap();
+    let o = who.run(|cmd| {
+        cmd.args(["init", spec.to_str().unwrap(), "--dir"])
+            .arg(who.env.project())
+            .args(["--model", model])
+            .args(extra);
+    });
     assert!(o.status.success(), "{:?}: {}", who.user, text(&o));
 }
 
@@ -100,10 +98,15 @@ fn credential_files_inside_a_toolchain_grant_read_as_empty() {
 const PROFILE: &str = "description = \"the project's own profile\"\nnetwork = \"none\"\n\n[limits]\nprocesses = 512\nmemory_mb = 4096\nfile_size_mb = 1024\nopen_files = 1024\n";
 const LOOSE: &str = "description = \"LOOSENED\"\nnetwork = \"host\"\n\n[filesystem]\nwritable = [\"/\"]\n\n[limits]\nprocesses = 512\nmemory_mb = 4096\nfile_size_mb = 1024\nopen_files = 1024\n";
 
-#[test]
-fn a_project_profile_is_protected_and_read_as_it_is_on_main() {
+by_both!(
+    a_project_profile_is_protected_and_read_as_it_is_on_main,
+    a_project_profile_is_protected_and_read_as_it_is_on_main_as_uid_65534,
+    project_profile
+);
+
+fn project_profile(by: By) {
     let env = Env::new();
-    let who = As::new(&env, User::Me);
+    let who = As::new(&env, by);
     std::fs::create_dir_all(env.project()).unwrap();
     std::fs::write(env.project().join("profile.toml"), PROFILE).unwrap();
     // Session 2 tries to loosen the profile for the sessions after it; session
@@ -168,10 +171,15 @@ fn a_project_profile_is_protected_and_read_as_it_is_on_main() {
     assert!(!layers.contains("network: host"), "{layers}");
 }
 
-#[test]
-fn an_unprotected_project_file_as_profile_is_refused_naming_the_field_and_the_fix() {
+by_both!(
+    an_unprotected_project_file_as_profile_is_refused_naming_the_field_and_the_fix,
+    an_unprotected_project_file_as_profile_is_refused_naming_the_field_and_the_fix_as_uid_65534,
+    unprotected_profile
+);
+
+fn unprotected_profile(by: By) {
     let env = Env::new();
-    let who = As::new(&env, User::Me);
+    let who = As::new(&env, by);
     let model = env.model(json!({"1": initializer(&one(false)), "2": worker(vec![])}));
     init(&who, &model, &[]);
     // --profile naming a file of the project, from inside it.
@@ -186,10 +194,8 @@ fn an_unprotected_project_file_as_profile_is_refused_naming_the_field_and_the_fi
         "-qm",
         "add loose.toml",
     ]);
-    let o = who
-        .longrun()
-        .current_dir(env.project())
-        .args([
+    let o = who.run(|cmd| {
+        cmd.current_dir(env.project()).args([
             "continue",
             "--sessions",
             "1",
@@ -197,9 +203,8 @@ fn an_unprotected_project_file_as_profile_is_refused_naming_the_field_and_the_fi
             &model,
             "--profile",
             "./loose.toml",
-        ])
-        .output()
-        .unwrap();
+        ]);
+    });
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         stderr(&o).contains("--profile ./loose.toml: loose.toml is a file of the project"),
@@ -258,21 +263,10 @@ fn without_a_mount_namespace_credential_files_are_left_out_of_the_landlock_grant
         std::fs::write(work.join("home/.cargo/credentials.toml"), "NESTED-SECRET\n").unwrap();
         std::fs::write(work.join("home/.cargo/config.toml"), "NESTED-CONFIG\n").unwrap();
         std::fs::copy(env!("CARGO_BIN_EXE_longrun"), work.join("longrun")).unwrap();
-        let mut cmd = match user {
-            User::Me => std::process::Command::new(env!("CARGO_BIN_EXE_longrun")),
-            User::Nobody => {
-                let st = std::process::Command::new("chown")
-                    .args(["-R", "65534:65534"])
-                    .arg(root.path())
-                    .status()
-                    .unwrap();
-                assert!(st.success());
-                let mut c = std::process::Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                    .arg(env!("CARGO_BIN_EXE_longrun"));
-                c
-            }
-        };
+        if user == By::Nobody {
+            chown_tree(root.path(), "65534:65534");
+        }
+        let mut cmd = command_by(user, env!("CARGO_BIN_EXE_longrun"));
         let script = "HOME=$PWD/home ./longrun sandbox --workspace inner-ws -- sh -c \
                       \"cat $PWD/home/.cargo/credentials.toml; echo rc=\\$?; cat $PWD/home/.cargo/config.toml\"";
         let o = cmd

@@ -382,7 +382,7 @@ fn object_files(env: &Env) -> Vec<(String, Vec<u8>, u64)> {
 
 by_both!(
     the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session,
-    the_projects_objects_cannot_be_rewritten_by_a_session_of_their_owner,
+    the_projects_objects_cannot_be_rewritten_or_hard_linked_from_a_session_as_uid_65534,
     objects_stay_whole
 );
 
@@ -431,7 +431,7 @@ fn objects_stay_whole(by: By) {
 
 by_both!(
     a_session_reads_only_the_projects_git_data_not_its_directory,
-    a_session_of_the_projects_owner_reads_only_its_git_data,
+    a_session_reads_only_the_projects_git_data_not_its_directory_as_uid_65534,
     reads_only_git_data
 );
 
@@ -476,8 +476,13 @@ fn reads_only_git_data(by: By) {
 
 // ---- A session cannot stop the run ----
 
-#[test]
-fn deleting_init_sh_is_refused_and_later_runs_still_start() {
+by_both!(
+    deleting_init_sh_is_refused_and_later_runs_still_start,
+    deleting_init_sh_is_refused_and_later_runs_still_start_as_uid_65534,
+    delete_init_sh
+);
+
+fn delete_init_sh(by: By) {
     let env = project(vec![
         honest(
             "a",
@@ -491,12 +496,12 @@ fn deleting_init_sh_is_refused_and_later_runs_still_start() {
         honest("b", &["a"], vec![]),
     ]);
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = env.continue_by(By::Root, 2);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_refused_then_control(&env, &before, 2, "rejected", "init.sh");
     assert!(env.on_main("init.sh").is_some());
     // The next run starts (its preflight needs init.sh on main) and lands b.
-    let out = env.continue_by(By::Root, 1);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 4, "accepted", "");
 }
@@ -515,8 +520,13 @@ fn compact(a: bool, b: bool) -> String {
     )
 }
 
-#[test]
-fn a_committed_merge_union_attribute_cannot_break_features_json_under_parallel() {
+by_both!(
+    a_committed_merge_union_attribute_cannot_break_features_json_under_parallel,
+    a_committed_merge_union_attribute_cannot_break_features_json_under_parallel_as_uid_65534,
+    merge_union_under_parallel
+);
+
+fn merge_union_under_parallel(by: By) {
     let init = json!([
         turn(vec![
             write_file("features.json", &compact(false, false)),
@@ -547,15 +557,17 @@ fn a_committed_merge_union_attribute_cannot_break_features_json_under_parallel()
         vec![flip("a", true, false), flip("b", false, true)],
         "",
     );
-    let out = env.run(&[
+    let dir = env.dir_arg();
+    let parallel = [
         "continue",
         "--dir",
-        &env.dir_arg(),
+        &dir,
         "--sessions",
         "2",
         "--parallel",
         "2",
-    ]);
+    ];
+    let out = env.run_by(by, &parallel);
     assert!(out.status.success(), "{}", text(&out));
     let (v2, r2) = verdict(&env, 2);
     let (v3, r3) = verdict(&env, 3);
@@ -579,15 +591,21 @@ fn a_committed_merge_union_attribute_cannot_break_features_json_under_parallel()
         .collect();
     assert_eq!(list["features"].as_array().unwrap().len(), 2, "{list:#}");
     assert_eq!(passing.len(), 1, "{list:#}");
-    let status = env.run(&["status", "--dir", &env.dir_arg()]);
+    let status = env.run_by(by, &["status", "--dir", &env.dir_arg()]);
     assert!(status.status.success(), "{}", text(&status));
 }
 
-#[test]
-fn recovery_never_signals_a_planted_pid() {
+by_both!(
+    recovery_never_signals_a_planted_pid,
+    recovery_never_signals_a_planted_pid_as_uid_65534,
+    planted_pid
+);
+
+fn planted_pid(by: By) {
     let env = project(vec![json!([]), honest("a", &[], vec![])]);
-    // A session leader, as a worker is: what recovery would end with its session.
-    let mut sleeper = std::process::Command::new("sleep");
+    // A session leader, as a worker is: what recovery would end with its
+    // session; the orchestrator's own user's, so that it could.
+    let mut sleeper = command_by(by, "sleep");
     sleeper.arg("300");
     // SAFETY: setsid is async-signal-safe.
     unsafe {
@@ -604,10 +622,10 @@ fn recovery_never_signals_a_planted_pid() {
     let dir = env.project().join(".longrun/sessions/0002");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("worker.pid"), pid.to_string()).unwrap();
-    let out = env.continue_by(By::Root, 0);
+    let out = env.continue_by(by, 0);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(dir.join("worker.start"), "1").unwrap();
-    let out = env.continue_by(By::Root, 1);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         sleeper.try_wait().unwrap().is_none(),
@@ -626,8 +644,13 @@ fn recovery_never_signals_a_planted_pid() {
 
 // ---- Bounds ----
 
-#[test]
-fn an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap() {
+by_both!(
+    an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap,
+    an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap_as_uid_65534,
+    oversized_workspace
+);
+
+fn oversized_workspace(by: By) {
     let big = turn(vec![bash("head -c 3000000 /dev/urandom > big.bin")]);
     let env = project_with(
         initializer(&two()),
@@ -635,7 +658,7 @@ fn an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap() {
         "[sandbox]\nmax_workspace_mb = 1\n",
     );
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = env.continue_by(By::Root, 2);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_refused_then_control(&env, &before, 2, "failed", "over 1 MiB");
     assert_verdict(&env, 2, "failed", "nothing of it was kept");
@@ -644,8 +667,13 @@ fn an_oversized_workspace_fails_the_session_and_keeps_nothing_over_the_cap() {
         .is_empty());
 }
 
-#[test]
-fn an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named() {
+by_both!(
+    an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named,
+    an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named_as_uid_65534,
+    uncommitted_file_over_the_cap
+);
+
+fn uncommitted_file_over_the_cap(by: By) {
     let leave = turn(vec![bash(
         "head -c 2000000 /dev/urandom > big.bin && echo small > small.txt",
     )]);
@@ -657,7 +685,7 @@ fn an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named() {
         vec![session],
         "[sandbox]\nmax_file_mb = 1\n",
     );
-    let out = env.continue_by(By::Root, 1);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "rejected", "left out of the kept work: big.bin");
     let kept = env.git(&["ls-tree", "--name-only", "refs/longrun/sessions/0002"]);
@@ -676,10 +704,15 @@ fn session_files(env: &Env, n: u32) -> Vec<String> {
     names
 }
 
-#[test]
-fn after_the_verdict_only_the_record_of_a_session_stays_unless_kept() {
+by_both!(
+    after_the_verdict_only_the_record_of_a_session_stays_unless_kept,
+    after_the_verdict_only_the_record_of_a_session_stays_unless_kept_as_uid_65534,
+    session_cleanup
+);
+
+fn session_cleanup(by: By) {
     let env = project(vec![honest("a", &[], vec![])]);
-    let out = env.continue_by(By::Root, 1);
+    let out = env.continue_by(by, 1);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     let names = session_files(&env, 2);
@@ -701,15 +734,20 @@ fn after_the_verdict_only_the_record_of_a_session_stays_unless_kept() {
         vec![honest("a", &[], vec![]), honest("b", &["a"], vec![])],
         "[run]\nkeep_sessions = 1\n",
     );
-    assert!(env.continue_by(By::Root, 1).status.success());
+    assert!(env.continue_by(by, 1).status.success());
     assert!(session_files(&env, 2).iter().any(|n| n == "work"));
-    assert!(env.continue_by(By::Root, 1).status.success());
+    assert!(env.continue_by(by, 1).status.success());
     assert!(!session_files(&env, 2).iter().any(|n| n == "work"));
     assert!(session_files(&env, 3).iter().any(|n| n == "work"));
 }
 
-#[test]
-fn verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree() {
+by_both!(
+    verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree,
+    verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree_as_uid_65534,
+    verify_at_the_workers_path
+);
+
+fn verify_at_the_workers_path(by: By) {
     // A check that passes only where the work was done; and a file the worker
     // left untracked (ignored) that would make the other check pass if it
     // were looked at.
@@ -744,7 +782,7 @@ fn verification_runs_at_the_path_of_the_workers_workspace_on_a_fresh_tree() {
         done("done"),
     ]);
     let env = project_with(initializer(&list), vec![worker_a, worker_b], "");
-    let out = env.continue_by(By::Root, 2);
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     assert_verdict(&env, 2, "accepted", "");
     let path = env.on_main("a.txt").unwrap();
