@@ -501,12 +501,10 @@ fn follow(status: &mut Status, event: &RunEvent) {
                 if *is_error { " [error]" } else { "" }
             );
         }
-        RunEvent::CheckResult {
-            phase: CheckPhase::Verify,
-            name,
-            passed,
-            ..
-        } => status.doing = format!("{name} {}", if *passed { "passed" } else { "failed" }),
+        // The harness's checks in the session, or verification's.
+        RunEvent::CheckResult { name, passed, .. } => {
+            status.doing = format!("{name} {}", if *passed { "passed" } else { "failed" })
+        }
         _ => {}
     }
 }
@@ -529,4 +527,27 @@ fn print_lines(lines: &[String]) {
         let _ = writeln!(out, "{line}");
     }
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_says_the_last_check_of_the_session_and_of_verification() {
+        let mut status = Status::default();
+        for (phase, name, passed, says) in [
+            (CheckPhase::Session, "feature a", false, "feature a failed"),
+            (CheckPhase::Verify, "init.sh", true, "init.sh passed"),
+        ] {
+            let event = RunEvent::CheckResult {
+                session: 2,
+                phase,
+                name: name.into(),
+                passed,
+            };
+            follow(&mut status, &event);
+            assert_eq!(status.doing, says);
+        }
+    }
 }
