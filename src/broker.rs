@@ -223,24 +223,35 @@ impl WorkerLink {
 /// closes), and close the socket. It is gone before init.sh, the first model
 /// call and the first tool: nothing the session runs can ever write to it.
 pub fn report_confinement(enforcement: &crate::sandbox::Enforcement) -> anyhow::Result<()> {
-    use std::io::Read;
     use std::os::fd::FromRawFd;
     let fd: i32 = std::env::var(REPORT_FD_ENV)
         .ok()
         .and_then(|v| v.parse().ok())
         .context("the worker was started without a report socket")?;
     // SAFETY: the orchestrator placed an open socket at this fd for us and nothing else owns it.
-    let mut stream = unsafe { UnixStream::from_raw_fd(fd) };
+    let stream = unsafe { UnixStream::from_raw_fd(fd) };
     close_on_exec(&stream).context("cannot make the report socket close-on-exec")?;
+    report_over(stream, enforcement)
+}
+
+/// Send the report over `stream`, wait for the answer, close it.
+fn report_over(
+    mut stream: UnixStream,
+    enforcement: &crate::sandbox::Enforcement,
+) -> anyhow::Result<()> {
+    use std::io::Read;
     let mut line = serde_json::to_vec(enforcement)?;
     line.push(b'\n');
     stream
         .write_all(&line)
         .context("cannot send the confinement report")?;
     let mut seen = [0u8; 1];
-    // One byte, or end of file when the orchestrator gave up on the report.
-    let _ = stream.read(&mut seen);
-    Ok(())
+    // Without the answer (end of file: the orchestrator refused the report,
+    // or is gone) the worker runs nothing.
+    match stream.read(&mut seen) {
+        Ok(1) if seen[0] == REPORT_SEEN => Ok(()),
+        _ => anyhow::bail!("the orchestrator did not accept the confinement report"),
+    }
 }
 
 fn close_on_exec(fd: &impl std::os::fd::AsFd) -> nix::Result<()> {
@@ -252,6 +263,36 @@ fn close_on_exec(fd: &impl std::os::fd::AsFd) -> nix::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_goes_on_only_once_its_confinement_report_is_answered() {
+        use std::io::Read;
+        let report = crate::sandbox::Enforcement {
+            layers: vec!["profile default".into()],
+            warnings: Vec::new(),
+        };
+        for answer in [Some(REPORT_SEEN), Some(b'x'), None] {
+            let (worker, mut orchestrator) = UnixStream::pair().unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut line = Vec::new();
+                let mut byte = [0u8; 1];
+                while orchestrator.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+                    line.push(byte[0]);
+                }
+                if let Some(a) = answer {
+                    orchestrator.write_all(&[a]).unwrap();
+                }
+                line
+            });
+            let result = report_over(worker, &report);
+            let line = reader.join().unwrap();
+            assert_eq!(
+                serde_json::from_slice::<crate::sandbox::Enforcement>(&line).unwrap(),
+                report
+            );
+            assert_eq!(result.is_ok(), answer == Some(REPORT_SEEN), "{answer:?}");
+        }
+    }
 
     #[test]
     fn the_workers_end_is_close_on_exec() {
