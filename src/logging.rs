@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use tracing_subscriber::filter::FilterExt;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -37,6 +38,10 @@ fn from_env_or(default: &str) -> EnvFilter {
     }
 }
 
+/// The target of a model request's retry warning, which the live display
+/// shows itself (stderr then leaves it out; the log keeps it).
+pub const RETRY_TARGET: &str = "longrun::retry";
+
 /// Install the subscriber. `project` is the directory whose `.longrun/longrun.log`
 /// receives the log, for the commands that run sessions there. `ansi`:
 /// colour on stderr (a terminal, or `--color=always`).
@@ -44,7 +49,12 @@ pub fn init(verbose: u8, project: Option<&Path>, ansi: bool) {
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(AboveLive)
         .event_format(PlainLine { ansi })
-        .with_filter(stderr_filter(verbose));
+        .with_filter(
+            stderr_filter(verbose).and(tracing_subscriber::filter::filter_fn(
+                // The terminal's status area shows each retry under its session.
+                |meta| meta.target() != RETRY_TARGET || !crate::view::live::drawing(),
+            )),
+        );
     let file = project.map(|dir| {
         tracing_subscriber::fmt::layer()
             .with_writer(ProjectLog::new(dir))

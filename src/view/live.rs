@@ -112,6 +112,11 @@ fn active() -> Option<MultiProgress> {
     ACTIVE.lock().ok().and_then(|a| a.clone())
 }
 
+/// Whether the status area is on screen (it then shows each retry itself).
+pub fn drawing() -> bool {
+    active().is_some()
+}
+
 /// Run `write` (to stderr, say) with the status area hidden, then draw it again.
 pub fn suspend<R>(write: impl FnOnce() -> R) -> R {
     match active() {

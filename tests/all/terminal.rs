@@ -257,6 +257,9 @@ fn a_terminal_shows_the_retry_the_running_tool_and_the_ctrl_c_whole() {
     snapshot("terminal_after_ctrl_c", &last);
     assert!(last.contains("stopping after this session"), "{last}");
     assert_eq!(code, 130, "{last}");
+    // The screen told the retry once, under its session; the log keeps the warning.
+    let log = std::fs::read_to_string(env.project().join(".longrun/longrun.log")).unwrap();
+    assert!(log.contains("model request failed (try 1 of 6)"), "{log}");
 }
 
 /// Under --parallel, the status area has one status per running session,
