@@ -56,6 +56,16 @@ pub fn can_be_nobody() -> bool {
     root
 }
 
+/// Who runs longrun, for a test that tries both in turn: root, and uid
+/// 65534 when the tests run as root (said, loudly, when they do not).
+pub fn users() -> Vec<By> {
+    let mut users = vec![By::Root];
+    if can_be_nobody() {
+        users.push(By::Nobody);
+    }
+    users
+}
+
 /// `program` run by `by`: for uid 65534, under setpriv as uid/gid 65534
 /// with no groups.
 pub fn command_by(by: By, program: &str) -> Command {

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::common::{skip, text};
+use crate::common::{command_by, skip, text, users, By};
 
 /// A static file server on 127.0.0.2 that counts its connections: the
 /// stand-in registry, or (never to be reached) another host.
@@ -112,7 +112,7 @@ struct Place {
 }
 
 impl Place {
-    fn new(profile: &str, nobody: bool) -> Place {
+    fn new(profile: &str, user: By) -> Place {
         let root = tempfile::Builder::new()
             .prefix("longrun-registries-")
             .tempdir_in(if Path::new("/var/tmp").is_dir() {
@@ -125,7 +125,7 @@ impl Place {
         let place = Place { root };
         std::fs::create_dir(place.workspace()).unwrap();
         std::fs::create_dir(place.root.path().join("home")).unwrap();
-        if nobody {
+        if user == By::Nobody {
             for p in [place.workspace(), place.root.path().join("home")] {
                 std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
             }
@@ -138,15 +138,8 @@ impl Place {
         self.root.path().join("work")
     }
 
-    fn run(&self, nobody: bool, env: &[(&str, &str)], script: &str) -> Output {
-        let exe = env!("CARGO_BIN_EXE_longrun");
-        let mut cmd = if nobody {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
-            c
-        } else {
-            Command::new(exe)
-        };
+    fn run(&self, user: By, env: &[(&str, &str)], script: &str) -> Output {
+        let mut cmd = command_by(user, env!("CARGO_BIN_EXE_longrun"));
         cmd.args(["sandbox", "--profile", "./profile.toml", "--workspace"])
             .arg(self.workspace())
             .args(["--", "bash", "-c", script])
@@ -155,14 +148,6 @@ impl Place {
             .envs(env.iter().copied())
             .stdin(Stdio::null());
         cmd.output().unwrap()
-    }
-}
-
-fn users() -> Vec<bool> {
-    if nix::unistd::getuid().is_root() {
-        vec![false, true]
-    } else {
-        vec![false]
     }
 }
 
@@ -192,8 +177,8 @@ fn the_listed_host_is_reachable_through_the_proxy_and_nothing_else() {
     let profile = profile_text(&[registry.host()], "best-effort");
     // With every Landlock ABI, and with none: the network namespace holds.
     for abi in ["7", "0"] {
-        for nobody in users() {
-            let place = Place::new(&profile, nobody);
+        for user in users() {
+            let place = Place::new(&profile, user);
             let script = format!(
                 "curl -fsS {ok}; echo \"through proxy: $?\"; \
                  curl -fsS -p {ok}; echo \"tunnelled: $?\"; \
@@ -206,9 +191,9 @@ fn the_listed_host_is_reachable_through_the_proxy_and_nothing_else() {
                 port = registry.addr.port(),
             );
             let before = registry.connections();
-            let o = place.run(nobody, &[("LONGRUN_LANDLOCK_ABI", abi)], &script);
+            let o = place.run(user, &[("LONGRUN_LANDLOCK_ABI", abi)], &script);
             let said = text(&o);
-            let who = format!("abi {abi}, nobody {nobody}");
+            let who = format!("abi {abi}, {user:?}");
             assert!(o.status.success(), "{who}: {said}");
             assert_eq!(said.matches("PACKAGE-CONTENT").count(), 2, "{who}: {said}");
             for line in ["through proxy: 0", "tunnelled: 0"] {
@@ -238,8 +223,8 @@ fn the_listed_host_is_reachable_through_the_proxy_and_nothing_else() {
 #[test]
 fn the_proxy_environment_is_set_inside() {
     let profile = profile_text(&["127.0.0.2:9".to_string()], "best-effort");
-    let place = Place::new(&profile, false);
-    let o = place.run(false, &[], "env | sort | grep -i proxy");
+    let place = Place::new(&profile, By::Root);
+    let o = place.run(By::Root, &[], "env | sort | grep -i proxy");
     let said = text(&o);
     for var in [
         "HTTPS_PROXY",
@@ -309,7 +294,7 @@ fn pip_installs_from_the_stand_in_index_and_not_from_another_host() {
     let registry = StandIn::serve(files.path());
     let other = StandIn::serve(files.path());
     let profile = profile_text(&[registry.host()], "best-effort");
-    let place = Place::new(&profile, false);
+    let place = Place::new(&profile, By::Root);
     let script = format!(
         "export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_NO_INPUT=1\n\
          {pip} install --index-url {ok} --target ./deps tinypkg && \
@@ -319,7 +304,7 @@ fn pip_installs_from_the_stand_in_index_and_not_from_another_host() {
         ok = registry.url("/simple/"),
         bad = other.url("/simple/"),
     );
-    let o = place.run(false, &[], &script);
+    let o = place.run(By::Root, &[], &script);
     let said = text(&o);
     assert!(said.contains("tinypkg from the stand-in"), "{said}");
     assert!(!said.contains("other host: 0"), "{said}");
@@ -337,13 +322,13 @@ fn a_real_package_installs_from_pypi_with_the_default_registries() {
     let profile = "description = \"the default registries\"\nnetwork = \"registries\"\n\
                    landlock = \"best-effort\"\n[limits]\nprocesses = 512\nmemory_mb = 4096\n\
                    file_size_mb = 1024\nopen_files = 1024\n";
-    let place = Place::new(profile, false);
+    let place = Place::new(profile, By::Root);
     let script = format!(
         "{pip} install --no-cache-dir --disable-pip-version-check --target ./deps six==1.16.0 && \
          PYTHONPATH=./deps /usr/bin/python3 -c 'import six; print(\"six\", six.__version__)'; \
          curl -fsS --max-time 10 https://example.com/ >/dev/null; echo \"example.com: $?\""
     );
-    let o = place.run(false, &[], &script);
+    let o = place.run(By::Root, &[], &script);
     let said = text(&o);
     assert!(said.contains("six 1.16.0"), "{said}");
     assert!(!said.contains("example.com: 0"), "{said}");
@@ -538,13 +523,13 @@ fn without_a_network_namespace_registries_gives_no_network_and_the_command_runs(
         "network = \"registries\"\n",
         "network = \"none\"\ninit_network = \"none\"\n",
     );
-    let place = Place::new(&profile, false);
+    let place = Place::new(&profile, By::Root);
     let inner = place.workspace().join("longrun");
     std::fs::copy(env!("CARGO_BIN_EXE_longrun"), &inner).unwrap();
     let script = "./longrun sandbox --workspace . --network registries -- bash -c \
                   'echo inner-ran; /usr/bin/python3 -c \"import socket; socket.socket()\" 2>&1 | tail -1'; \
                   echo rc=$?";
-    let o = place.run(false, &[], script);
+    let o = place.run(By::Root, &[], script);
     let said = text(&o);
     assert!(said.contains("inner-ran"), "{said}");
     assert!(said.contains("PermissionError"), "{said}");

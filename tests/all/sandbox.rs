@@ -9,27 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{self, skip, stderr, text, Env};
+use crate::common::{self, command_by, skip, stderr, text, users, By, Env};
 
 const NOBODY: u32 = 65534;
-
-/// Who runs `longrun sandbox`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum User {
-    /// Whoever runs the tests.
-    Me,
-    /// uid/gid 65534 with no groups (only when the tests run as root).
-    Nobody,
-}
-
-/// The users every escape is tried as.
-fn users() -> Vec<User> {
-    if nix::unistd::getuid().is_root() {
-        vec![User::Me, User::Nobody]
-    } else {
-        vec![User::Me]
-    }
-}
 
 /// A temp root holding a workspace and a stand-in for the real home, with a
 /// secret in it; everything reachable (not writable) by the unprivileged user.
@@ -38,7 +20,7 @@ struct Place {
 }
 
 impl Place {
-    fn new(user: User) -> Place {
+    fn new(user: By) -> Place {
         // Under /var/tmp, not /tmp: inside, /tmp is an empty tmpfs with only
         // the sandbox's own paths bound back, and a real home is not there.
         let base = Path::new("/var/tmp");
@@ -57,7 +39,7 @@ impl Place {
         std::fs::create_dir_all(place.home().join(".cargo")).unwrap();
         std::fs::write(place.home().join("secret.txt"), "TOP-SECRET-VALUE\n").unwrap();
         std::fs::write(place.home().join(".cargo/tool.txt"), "toolchain\n").unwrap();
-        if user == User::Nobody {
+        if user == By::Nobody {
             for p in [place.workspace(), place.home(), place.home().join(".cargo")] {
                 chown_nobody(&p);
             }
@@ -88,20 +70,8 @@ impl Place {
     }
 
     /// `longrun sandbox [extra] -- bash -c script` as `user`, HOME = the stand-in home.
-    fn command(&self, user: User, extra: &[&str], script: &str) -> Command {
-        let mut cmd = match user {
-            User::Me => Command::new(env!("CARGO_BIN_EXE_longrun")),
-            User::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args([
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    env!("CARGO_BIN_EXE_longrun"),
-                ]);
-                c
-            }
-        };
+    fn command(&self, user: By, extra: &[&str], script: &str) -> Command {
+        let mut cmd = command_by(user, env!("CARGO_BIN_EXE_longrun"));
         cmd.arg("sandbox")
             .arg("--workspace")
             .arg(self.workspace())
@@ -114,7 +84,7 @@ impl Place {
         cmd
     }
 
-    fn run(&self, user: User, extra: &[&str], script: &str) -> Output {
+    fn run(&self, user: By, extra: &[&str], script: &str) -> Output {
         self.command(user, extra, script).output().unwrap()
     }
 }
@@ -132,7 +102,7 @@ fn out(o: &Output) -> String {
 }
 
 /// Run `script` in the sandbox as every user; `check` sees the output.
-fn each_user(extra: &[&str], script: &str, check: impl Fn(User, &Place, &Output)) {
+fn each_user(extra: &[&str], script: &str, check: impl Fn(By, &Place, &Output)) {
     for user in users() {
         let place = Place::new(user);
         let o = place.run(user, extra, script);
@@ -158,7 +128,7 @@ fn modes_and_times_of_files_outside_cannot_be_changed() {
         let mine = place.home().join("mine.sh");
         std::fs::write(&mine, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o644)).unwrap();
-        if user == User::Nobody {
+        if user == By::Nobody {
             chown_nobody(&mine);
         }
         let before = std::fs::metadata(&mine).unwrap();
@@ -380,8 +350,8 @@ fn tcp_and_udp_to_a_listener_outside_fail_without_network() {
         "a datagram reached the listener"
     );
     // The control: with the host network the same connection arrives.
-    let place = Place::new(User::Me);
-    let o = place.run(User::Me, &["--network", "host"], &script);
+    let place = Place::new(By::Root);
+    let o = place.run(By::Root, &["--network", "host"], &script);
     assert!(out(&o).contains("rc=0\nrc=0"), "{}", text(&o));
     let deadline = Instant::now() + Duration::from_secs(5);
     while tcp.accept().is_err() {
@@ -504,7 +474,7 @@ fn a_sandbox_inside_a_sandbox_runs_with_what_it_could_not_enforce_said() {
             said.contains("longrun sandbox: not enforced: mounts: no mount namespace"),
             "{user:?}: {said}"
         );
-        if user == User::Me && nix::unistd::getuid().is_root() {
+        if user == By::Root && nix::unistd::getuid().is_root() {
             assert!(
                 said.contains("not enforced: limits: neither a PID namespace limit nor a cgroup"),
                 "{user:?}: {said}"
@@ -612,7 +582,7 @@ fn a_setuid_binary_grants_no_privilege() {
             said.contains("CapEff:\t0000000000000000"),
             "{user:?}: {said}"
         );
-        if user == User::Nobody {
+        if user == By::Nobody {
             assert!(
                 said.contains("Uid:\t65534\t65534\t65534"),
                 "{user:?}: {said}"
@@ -701,9 +671,9 @@ const BEST_EFFORT: &str =
 
 #[test]
 fn a_kernel_without_everything_is_refused_only_by_a_required_profile() {
-    let place = Place::new(User::Me);
+    let place = Place::new(By::Root);
     let o = place
-        .command(User::Me, &["--profile", "strict"], "echo ran")
+        .command(By::Root, &["--profile", "strict"], "echo ran")
         .env("LONGRUN_LANDLOCK_ABI", "3")
         .output()
         .unwrap();
@@ -722,7 +692,7 @@ fn a_kernel_without_everything_is_refused_only_by_a_required_profile() {
 
     // The default profile is best-effort: it runs and says what it lacks.
     let o = place
-        .command(User::Me, &[], "echo ran")
+        .command(By::Root, &[], "echo ran")
         .env("LONGRUN_LANDLOCK_ABI", "3")
         .output()
         .unwrap();
@@ -734,7 +704,7 @@ fn a_kernel_without_everything_is_refused_only_by_a_required_profile() {
     let real = place.home().display().to_string();
     let o = place
         .command(
-            User::Me,
+            By::Root,
             &["--profile", profile.to_str().unwrap()],
             &format!("echo ran; cat {real}/secret.txt"),
         )
@@ -784,10 +754,10 @@ fn a_small_rust_project_builds_and_tests_inside() {
     let Some(home) = std::env::var_os("HOME") else {
         panic!("HOME is not set");
     };
-    let place = Place::new(User::Me);
+    let place = Place::new(By::Root);
     let o = place
         .command(
-            User::Me,
+            By::Root,
             &[],
             "set -e; cargo new -q --offline demo; cd demo; \
              printf '#[test]\\nfn adds() { assert_eq!(1 + 1, 2); }\\n' >> src/main.rs; \
@@ -811,8 +781,8 @@ c.sendall(b\"ping\"); print(\"got\", a.recv(4).decode())'";
         assert!(out(o).contains("got ping"), "{user:?}: {}", text(o));
     });
     // Without the loopback mode the same server cannot even be made.
-    let place = Place::new(User::Me);
-    let o = place.run(User::Me, &[], script);
+    let place = Place::new(By::Root);
+    let o = place.run(By::Root, &[], script);
     assert!(out(&o).contains("Operation not permitted"), "{}", text(&o));
 }
 
@@ -840,19 +810,19 @@ fn doctor_reports_the_machine_and_every_profile() {
 
 #[test]
 fn a_bad_profile_names_the_file_and_the_field() {
-    let place = Place::new(User::Me);
+    let place = Place::new(By::Root);
     let bad = place.profile(
         "bad.toml",
         "description = \"x\"\nnetwork = \"wifi\"\n[limits]\nprocesses = 1\nmemory_mb = 1\nfile_size_mb = 1\nopen_files = 64\n",
     );
-    let o = place.run(User::Me, &["--profile", bad.to_str().unwrap()], "true");
+    let o = place.run(By::Root, &["--profile", bad.to_str().unwrap()], "true");
     let said = out(&o);
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(
         said.contains("bad.toml") && said.contains("network"),
         "{said}"
     );
-    let o = place.run(User::Me, &["--profile", "nope"], "true");
+    let o = place.run(By::Root, &["--profile", "nope"], "true");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         out(&o).contains("default, loopback, strict"),

@@ -85,16 +85,6 @@ fn worker(attack: bool) -> Value {
     Value::Array(turns.into_iter().map(with_usage).collect())
 }
 
-/// Who runs longrun, for a test that tries both in turn: root, and uid
-/// 65534 when the tests run as root (said, loudly, when they do not).
-pub fn users() -> Vec<By> {
-    let mut users = vec![By::Root];
-    if can_be_nobody() {
-        users.push(By::Nobody);
-    }
-    users
-}
-
 /// A project of `env` run as `user`, with a home of its own beside the
 /// project and the system's tools only.
 pub struct As<'a> {

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::broker::{tool_result, trailers, users, As};
+use super::broker::{tool_result, trailers, As};
 use crate::common::*;
 
 fn one(passes: bool) -> String {
