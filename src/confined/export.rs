@@ -91,6 +91,12 @@ fn open_plain(workspace: &Path) -> anyhow::Result<Repository> {
     if dotgit.join("commondir").exists() {
         bail!("the workspace's .git has a commondir file (it borrows another repository)");
     }
+    // Named before opening: libgit2 may refuse a foreign work tree first,
+    // for its owner, which says less.
+    let config = git2::Config::open(&dotgit.join("config"));
+    if config.is_ok_and(|c| c.get_entry("core.worktree").is_ok()) {
+        bail!("the workspace's repository has its work tree elsewhere (core.worktree)");
+    }
     let repo = Repository::open_ext(
         &dotgit,
         RepositoryOpenFlags::NO_SEARCH | RepositoryOpenFlags::NO_DOTGIT,

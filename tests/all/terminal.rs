@@ -52,6 +52,7 @@ impl Terminal {
         // shell outlive a Ctrl-C meant for longrun.
         let script = "trap : INT; \"$0\" \"$@\"; status=$?; \
                       echo \"after the run: $(stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\?echo')\"; \
+                      echo \"exit status $status\"; \
                       exit $status";
         cmd.args(["--", "sh", "-c", script])
             .arg(env!("CARGO_BIN_EXE_longrun"))
@@ -117,44 +118,20 @@ impl Terminal {
         }
     }
 
-    /// Whether longrun has exited, and its exit status then.
-    fn exit_status(&self) -> Option<i32> {
-        let out = self
-            .tmux()
-            .args([
-                "display-message",
-                "-p",
-                "-t",
-                "0",
-                "#{pane_dead} #{pane_dead_status}",
-            ])
-            .output()
-            .expect("tmux display-message");
-        let said = String::from_utf8_lossy(&out.stdout);
-        let mut parts = said.split_whitespace();
-        match (parts.next(), parts.next()) {
-            (Some("1"), Some(code)) => code.parse().ok(),
-            _ => None,
-        }
-    }
-
     /// Wait for longrun to exit; its status and last screen, which must say
-    /// that the terminal echoes typing again.
+    /// that the terminal echoes typing again. The shell that ran it prints
+    /// the status last (the screen, not tmux's dead-pane state, which can lag).
     fn wait_exit(&self) -> (i32, String) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(code) = self.exit_status() {
-                let screen = self.screen();
-                assert!(screen.ends_with("after the run: echo"), "{screen}");
-                return (code, screen);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "longrun did not exit; the screen:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let screen = self.wait_until("longrun to exit", |screen| {
+            screen
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("exit status "))
+        });
+        let (before, last) = screen.rsplit_once('\n').unwrap_or(("", &screen));
+        let code = last["exit status ".len()..].trim().parse().unwrap();
+        assert!(before.ends_with("after the run: echo"), "{screen}");
+        (code, before.to_string())
     }
 
     fn keys(&self, keys: &str) {

@@ -274,9 +274,16 @@ fn a_tool_cannot_reach_the_broker_socket_and_the_record_is_the_orchestrators() {
                 .find(|l| l.starts_with("checked by the orchestrator in /proc/"))
                 .unwrap_or_else(|| panic!("{at}: no line of the orchestrator's: {message}"));
             assert!(
-                checked.ends_with(
-                    "no_new_privs, seccomp filter, empty capability sets, PID namespace of its own"
-                ),
+                checked.contains(": no_new_privs, seccomp filter, empty capability sets"),
+                "{at}: {checked}"
+            );
+            // Where the worker had its own PID namespace, the kernel says so too.
+            let own_pids = trailers(&message, "Longrun-Sandbox")
+                .iter()
+                .any(|l| l.starts_with("lifetime: own"));
+            assert_eq!(
+                checked.contains("PID namespace of its own"),
+                own_pids,
                 "{at}: {checked}"
             );
             if attack {
