@@ -212,6 +212,15 @@ pub struct ChecksSection {
     /// Seconds each check (and init.sh) may run during verification.
     #[serde(default = "default_check_timeout")]
     pub timeout_secs: u64,
+    /// A verification checkout of more files than this links the files it
+    /// holds the same as main from a cached checkout of main, read-only to
+    /// the checks, instead of writing them (0: always).
+    #[serde(default = "default_link_unchanged_above")]
+    pub link_unchanged_above: usize,
+}
+
+fn default_link_unchanged_above() -> usize {
+    1000
 }
 
 fn default_check_timeout() -> u64 {
@@ -224,6 +233,7 @@ impl Default for ChecksSection {
             commands: Vec::new(),
             suite: None,
             timeout_secs: default_check_timeout(),
+            link_unchanged_above: default_link_unchanged_above(),
         }
     }
 }

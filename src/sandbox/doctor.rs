@@ -229,6 +229,7 @@ fn probe(profile: &Profile) -> anyhow::Result<()> {
         read_only: Vec::new(),
         writable: Vec::new(),
         read_only_inside: Vec::new(),
+        read_only_links: false,
         keep_fds: Vec::new(),
     };
     let out = super::command(&spec, &["/bin/true".to_string()])?.output()?;

@@ -87,6 +87,7 @@ fn sandbox_spec(args: &SandboxCmd) -> anyhow::Result<SandboxSpec> {
         read_only: Vec::new(),
         writable: Vec::new(),
         read_only_inside: Vec::new(),
+        read_only_links: false,
         keep_fds: Vec::new(),
     })
 }

@@ -14,11 +14,14 @@
 //! capabilities are still held (through the user namespace of the PID
 //! namespace when unprivileged); seccomp denies mounting afterwards.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use nix::fcntl::{openat, AtFlags, OFlag};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
+use nix::sys::stat::{fstatat, Mode, SFlag};
 
 use super::SandboxSpec;
 
@@ -96,6 +99,11 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
                 ));
                 outcome.warnings.push(ipc.into());
                 outcome.uncovered = hidden;
+                anyhow::ensure!(
+                    !spec.read_only_links,
+                    "no mount namespace ({e}): the files this checkout shares with the cached \
+                     checkout of main could not be made read-only"
+                );
                 if !spec.read_only_inside.is_empty() {
                     outcome.warnings.push(
                         "mounts: the frozen and protected files are writable in the workspace \
@@ -192,6 +200,17 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
              verification still runs them as they are on main)"
         )),
     }
+    if spec.read_only_links {
+        let n = bind_links_read_only(&spec.workspace).with_context(|| {
+            format!(
+                "cannot make the files {} shares with the cached checkout read-only",
+                spec.workspace.display()
+            )
+        })?;
+        outcome.layers.push(format!(
+            "mounts: {n} unchanged file(s) shared with the cached checkout of main read-only"
+        ));
+    }
     // The working directory still names the read-only mount under the new
     // bind: enter it again by path.
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -232,6 +251,97 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// Bind every regular file beneath `workspace` with more than one link
+/// read-only onto itself (see [`SandboxSpec::read_only_links`]), walking
+/// without following a symlink. A directory that cannot be read is an
+/// error: a link in it would stay writable. Returns how many were bound.
+fn bind_links_read_only(workspace: &Path) -> anyhow::Result<usize> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let root = nix::fcntl::open(workspace, flags, Mode::empty())?;
+    let mut bound = 0;
+    bind_links_in(&root, &mut bound)?;
+    Ok(bound)
+}
+
+fn bind_links_in(dir: &OwnedFd, bound: &mut usize) -> anyhow::Result<()> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut listing = nix::dir::Dir::openat(dir, ".", flags, Mode::empty())?;
+    let names: Vec<std::ffi::CString> = listing
+        .iter()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+        .collect();
+    for name in names {
+        let st = fstatat(dir, name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)?;
+        match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+            SFlag::S_IFDIR => {
+                let sub = openat(dir, name.as_c_str(), flags, Mode::empty())?;
+                bind_links_in(&sub, bound)?;
+            }
+            SFlag::S_IFREG if st.st_nlink > 1 => {
+                bind_file_read_only(dir, &name)
+                    .with_context(|| format!("cannot bind {}", name.to_string_lossy()))?;
+                *bound += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Bind the file `name` of `dir` read-only onto itself (open_tree,
+/// mount_setattr, move_mount: no path is looked up twice, no symlink followed).
+fn bind_file_read_only(dir: &OwnedFd, name: &std::ffi::CStr) -> nix::Result<()> {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let open = OPEN_TREE_CLONE
+        | libc::O_CLOEXEC as libc::c_uint
+        | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint;
+    // SAFETY: a valid descriptor and C string; the kernel returns a new descriptor.
+    let tree = unsafe { libc::syscall(libc::SYS_open_tree, dir.as_raw_fd(), name.as_ptr(), open) };
+    let tree = nix::errno::Errno::result(tree)?;
+    // SAFETY: the descriptor was just returned to us and is owned here alone.
+    let tree = unsafe { OwnedFd::from_raw_fd(tree as i32) };
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a valid descriptor, an empty C string and a mount_attr of the size passed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    nix::errno::Errno::result(rc)?;
+    // SAFETY: valid descriptors and C strings.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    nix::errno::Errno::result(rc).map(drop)
+}
 
 /// Bind each of `paths` (inside the writable workspace) onto itself
 /// read-only, directories first so that a file inside one stays covered.

@@ -30,6 +30,13 @@ pub struct SandboxSpec {
     /// tests and the protected files), bound over the writable workspace.
     #[serde(default)]
     pub read_only_inside: Vec<PathBuf>,
+    /// The workspace is a verification checkout whose unchanged files are
+    /// hard links into the orchestrator's cached checkout of main: every
+    /// regular file in it with more than one link is bound read-only onto
+    /// itself, and a sandbox that cannot do so refuses to start, so that
+    /// nothing confined can change the cached copy through its link.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only_links: bool,
     /// Descriptors kept open besides stdio (the broker socket).
     #[serde(default)]
     pub keep_fds: Vec<i32>,

@@ -5,6 +5,7 @@
 
 mod acceptance;
 mod amend;
+mod checkout;
 mod compact;
 mod confinement;
 mod control;

@@ -21,6 +21,8 @@ pub struct Project {
     pub profile: crate::sandbox::Profile,
     /// main's history as last read: a run reads each commit once.
     history: Mutex<Arc<History>>,
+    /// The cached checkout of main verification links from (`checkout.rs`).
+    pub(super) checkout: Mutex<super::checkout::Cache>,
 }
 
 impl Project {
@@ -80,6 +82,7 @@ impl Project {
             config,
             profile,
             history: Mutex::default(),
+            checkout: Mutex::default(),
         })
     }
 

@@ -81,6 +81,7 @@ pub fn sandbox_spec(
         read_only,
         writable: project.config.sandbox.writable.clone(),
         read_only_inside: super::acceptance::read_only_inside(project, workspace),
+        read_only_links: false,
         keep_fds,
     }
 }
@@ -390,21 +391,24 @@ impl Checked<'_> {
         )
         .await?;
         phases.mark("checks");
+        let mut entries = Vec::new();
         for c in &checks {
             reporter.check(plan.number, &c.name, c.as_expected());
-            transcript.append(&Entry::Check {
+            entries.push(Entry::Check {
                 name: c.name.clone(),
                 command: c.command.clone(),
                 passed: c.passed,
                 output_tail: c.output_tail.clone(),
-            })?;
+            });
             if !c.network.is_empty() {
-                transcript.append(&Entry::Network {
+                entries.push(Entry::Network {
                     during: format!("verification: {}", c.name),
                     contacts: c.network.clone(),
-                })?;
+                });
             }
         }
+        // One write and one sync for all of them.
+        transcript.append_all(&entries)?;
         reasons.extend(verify::check_problems(&checks));
         *self.given_failing.borrow_mut() = verify::given_passing_that_fail(&checks);
         let (Some(reviewer), Some(feature), true) =

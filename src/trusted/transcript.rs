@@ -98,10 +98,19 @@ impl Transcript {
     }
 
     pub fn append(&mut self, entry: &Entry) -> anyhow::Result<()> {
-        let mut line = serde_json::to_vec(entry)?;
-        line.push(b'\n');
+        self.append_all(std::slice::from_ref(entry))
+    }
+
+    /// Append `entries` with one write and one sync: a verification's
+    /// check results cost one fdatasync, not one per passing feature.
+    pub fn append_all(&mut self, entries: &[Entry]) -> anyhow::Result<()> {
+        let mut lines = Vec::new();
+        for entry in entries {
+            serde_json::to_writer(&mut lines, entry)?;
+            lines.push(b'\n');
+        }
         self.file
-            .write_all(&line)
+            .write_all(&lines)
             .and_then(|()| self.file.sync_data())
             .with_context(|| format!("failed to write the transcript {}", self.path.display()))
     }

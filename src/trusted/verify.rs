@@ -118,7 +118,11 @@ pub struct CheckPlace {
 /// Materialise `candidate` (what main would become) for the checks, at the
 /// same path as the worker's workspace: the worker's `work/` is moved aside
 /// to `work.left/` (removed after the verdict), and a fresh `work/` is
-/// written from the project's objects. The checks get a fresh tmp and home.
+/// written from the project's objects. A tree of more files than `[checks]
+/// link_unchanged_above` links what it holds the same as main from the
+/// cached checkout of main ([`super::checkout`]) and writes only the
+/// difference; its steps' sandboxes bind those links read-only. The checks
+/// get a fresh tmp and home.
 pub fn prepare_checkout(
     project: &Project,
     session_dir: &Path,
@@ -131,18 +135,32 @@ pub fn prepare_checkout(
         std::fs::rename(&dir, &left)
             .with_context(|| format!("failed to move {} aside", dir.display()))?;
     }
-    super::workspace::make(
-        project.repo.path(),
-        &dir,
-        candidate,
-        super::workspace::Head::Detached,
-    )?;
+    let git = project.repo.path();
+    let head = super::workspace::Head::Detached;
+    let main = repo::main_head(&project.repo)?.context("main has no commits")?;
+    let cached = super::checkout::worth_linking(project, candidate)
+        .then(|| super::checkout::at(project, main))
+        .flatten();
+    let linked = match cached {
+        Some(cached) => {
+            let cached = super::workspace::Cached {
+                dir: &cached,
+                commit: main,
+            };
+            super::workspace::make_linked(git, &dir, candidate, head, &cached)?
+        }
+        None => {
+            super::workspace::make(git, &dir, candidate, head)?;
+            0
+        }
+    };
     let root = session_dir.join("verify");
     crate::fsutil::remove_tree(&root)?;
     let (tmp, home) = (root.join("tmp"), root.join("home"));
     std::fs::create_dir_all(&tmp)?;
     std::fs::create_dir_all(&home)?;
-    let spec = super::session::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
+    let mut spec = super::session::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
+    spec.read_only_links = linked > 0;
     Ok(CheckPlace { dir, spec })
 }
 

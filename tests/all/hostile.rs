@@ -4,6 +4,7 @@
 //! beside a control where the same session done honestly is accepted.
 
 mod broker;
+mod checkout;
 mod checks;
 mod output;
 mod reading;

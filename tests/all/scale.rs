@@ -97,6 +97,64 @@ fn a_history_of_many_packs_is_read_under_a_low_descriptor_limit_and_rolled_up() 
     );
 }
 
+/// The orchestrator's open descriptors after each session, from the
+/// `session N resources: fds M, ...` lines of `.longrun/longrun.log`.
+fn descriptors_per_session(project: &Path) -> Vec<(u32, usize)> {
+    let log = std::fs::read_to_string(project.join(".longrun/longrun.log")).unwrap();
+    log.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find("session ")? + 8..];
+            let (n, rest) = rest.split_once(" resources: fds ")?;
+            let fds = rest.split(',').next()?.parse().ok()?;
+            Some((n.parse().ok()?, fds))
+        })
+        .collect()
+}
+
+#[test]
+fn open_descriptors_stay_flat_across_sessions_while_packs_pile_up() {
+    let env = Env::new();
+    three_features(
+        &env,
+        &[
+            ("2", worker(&[("f1.txt", "1\n")], &passing(&["f1"]))),
+            ("3", worker(&[("f2.txt", "2\n")], &passing(&["f1", "f2"]))),
+            (
+                "4",
+                worker(&[("f3.txt", "3\n")], &passing(&["f1", "f2", "f3"])),
+            ),
+        ],
+    );
+    // Far more packs than the orchestrator may keep open: a history as
+    // many sessions leave it before it is rolled up.
+    env.git(&["config", "gc.auto", "0"]);
+    for i in 0..100 {
+        env.git(&["commit", "-q", "--allow-empty", "-m", &format!("note {i}")]);
+        env.git(&["repack", "-q"]);
+    }
+    let out = run_limited(
+        &env,
+        256,
+        &["continue", "--dir", &env.dir_arg(), "--sessions", "3"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    // Session 1 is the initializer's, in another process.
+    let fds: Vec<(u32, usize)> = descriptors_per_session(&env.project())
+        .into_iter()
+        .filter(|(n, _)| *n > 1)
+        .collect();
+    let sessions: Vec<u32> = fds.iter().map(|(n, _)| *n).collect();
+    assert_eq!(sessions, [2, 3, 4], "{fds:?}");
+    let first = fds[0].1;
+    for (n, count) in &fds {
+        assert!(*count < 100, "session {n}: {count} descriptors open");
+        assert!(
+            *count <= first,
+            "descriptors grew from {first} after session 2 to {count} after session {n}"
+        );
+    }
+}
+
 #[test]
 fn gc_prunes_old_sessions_but_not_main_or_transcripts_and_status_shows_the_disk() {
     let env = Env::new();
