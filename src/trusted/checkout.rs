@@ -35,6 +35,11 @@ fn root(project: &Project) -> PathBuf {
     super::state::longrun_dir(&project.dir).join("checkout")
 }
 
+/// Remove the cached checkout (`longrun gc`, under the run lock).
+pub fn remove(project: &Project) -> anyhow::Result<()> {
+    fsutil::remove_tree(&root(project))
+}
+
 /// Whether a verification checkout of `commit` is large enough to link:
 /// more files than `[checks] link_unchanged_above`.
 pub fn worth_linking(project: &Project, commit: Oid) -> bool {

@@ -53,6 +53,8 @@ pub fn gc(dir: &Path, args: &GcArgs) -> anyhow::Result<String> {
         refs += u32::from(remove_ref(&project, row.session)?);
         dirs += u32::from(remove_session_dir(&project, row.session, args.transcripts)?);
     }
+    // The cached checkout of main: each run makes it anew at its first use.
+    super::checkout::remove(&project)?;
     super::compact::repack_all(project.repo.path())?;
     let after = Disk::of(&project);
     Ok(format!(

@@ -23,6 +23,8 @@ pub struct Project {
     history: Mutex<Arc<History>>,
     /// The cached checkout of main verification links from (`checkout.rs`).
     pub(super) checkout: Mutex<super::checkout::Cache>,
+    /// Sessions whose work files this process has removed.
+    pub(super) cleaned: Mutex<std::collections::HashSet<u32>>,
 }
 
 impl Project {
@@ -83,6 +85,7 @@ impl Project {
             profile,
             history: Mutex::default(),
             checkout: Mutex::default(),
+            cleaned: Mutex::default(),
         })
     }
 

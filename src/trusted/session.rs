@@ -306,9 +306,14 @@ fn remove_session_files(project: &Project, number: u32) {
         Err(_) => [number].into(),
     };
     let newest = recorded.iter().copied().max().unwrap_or(number).max(number);
+    // Each session's files are removed once per process: a long run does
+    // not look into every earlier session's directory after each verdict.
+    let Ok(mut cleaned) = project.cleaned.lock() else {
+        return;
+    };
     for n in state::session_dir_numbers(&project.dir) {
         let recorded_now = n == number || recorded.contains(&n);
-        if recorded_now && newest.saturating_sub(n) >= keep {
+        if recorded_now && newest.saturating_sub(n) >= keep && cleaned.insert(n) {
             remove_work_files(&session_dir(project, n));
         }
     }

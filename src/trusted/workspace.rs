@@ -80,7 +80,10 @@ fn make_from(
         .canonicalize()
         .with_context(|| format!("cannot resolve {}/objects", project_git.display()))?;
     let alternates = repo.path().join("objects").join("info").join("alternates");
-    fsutil::write_atomic(&alternates, format!("{}\n", objects.display()).as_bytes())?;
+    // No fsync: the directory is thrown away whole if the run stops, and a
+    // sync per workspace waits on every other writer of the disk.
+    std::fs::write(&alternates, format!("{}\n", objects.display()))
+        .with_context(|| format!("cannot write {}", alternates.display()))?;
     drop(repo);
     // Opened again so that its object database reads the alternates.
     let repo = Repository::open(dir)?;
