@@ -33,7 +33,7 @@ exit 0
 /// Every data file as main holds it: `data N`, mode 644.
 const INTACT: &str = r#"for i in $(seq 0 11); do grep -qx "data $i" data/d$i || exit 1; done"#;
 
-fn project_with_data(nobody: bool) -> Env {
+fn project_with_data(by: By) -> Env {
     let env = Env::new();
     let attack = json!([
         turn(vec![
@@ -74,12 +74,7 @@ fn project_with_data(nobody: bool) -> Env {
         "-qm",
         "data, and checks that run the session's code",
     ]);
-    let args = ["continue", "--dir", &env.dir_arg(), "--sessions", "2"];
-    let out = if nobody {
-        env.run_as_nobody(&args)
-    } else {
-        env.run(&args)
-    };
+    let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
     env
 }
@@ -109,8 +104,8 @@ fn assert_cache_intact(env: &Env) {
     );
 }
 
-fn attack_on_linked_files(nobody: bool) {
-    let env = project_with_data(nobody);
+fn attack_on_linked_files(by: By) {
+    let env = project_with_data(by);
     let log = env.log_json();
     let verdict = |n: u64| {
         let s = log.iter().find(|s| s["session"] == n).expect("session");
@@ -128,15 +123,8 @@ fn attack_on_linked_files(nobody: bool) {
     }
 }
 
-#[test]
-fn checked_code_cannot_change_the_files_a_checkout_links_from_main() {
-    attack_on_linked_files(false);
-}
-
-#[test]
-fn checked_code_cannot_change_the_files_a_checkout_links_from_main_as_uid_65534() {
-    if !nix::unistd::geteuid().is_root() {
-        return skip("running continue as uid 65534 needs root");
-    }
-    attack_on_linked_files(true);
-}
+by_both!(
+    checked_code_cannot_change_the_files_a_checkout_links_from_main,
+    checked_code_cannot_change_the_files_a_checkout_links_from_main_as_uid_65534,
+    attack_on_linked_files
+);
