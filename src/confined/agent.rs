@@ -36,6 +36,8 @@ pub struct Harness<'a> {
     pub skills: &'a [Skill],
     /// The checks run before the end; None for subagents.
     pub checks: Option<&'a SessionChecks>,
+    /// The files the feature names that the session may change.
+    pub files_to_change: &'a [String],
 }
 
 /// How a loop ended.
@@ -139,7 +141,10 @@ impl<'a> AgentLoop<'a> {
         };
         let tool_names = tools.iter().map(|t| t.name.clone()).collect();
         let edit_check = match (subagent, harness.checks) {
-            (false, Some(_)) if s.check_after_edit => Some(EditCheck::new(&harness.ctx.workspace)),
+            (false, Some(_)) if s.check_after_edit => Some(EditCheck::new(
+                &harness.ctx.workspace,
+                s.commit_when_passing(),
+            )),
             _ => None,
         };
         AgentLoop {
@@ -244,9 +249,16 @@ impl<'a> AgentLoop<'a> {
         }
         let flow = self.run_calls(link, &calls, recovered)?;
         if let (Some(r), false) = (&recovery, self.reminded) {
-            if recovered {
+            // A file block is how a whole-file model is asked to edit: no reminder for it.
+            let as_text: Vec<&str> = r
+                .found_in
+                .iter()
+                .copied()
+                .filter(|f| *f != FILE_BLOCK)
+                .collect();
+            if recovered && !as_text.is_empty() {
                 self.reminded = true;
-                self.notice(link, reminder(&r.found_in))?;
+                self.notice(link, reminder(&as_text))?;
             }
         }
         if let Some(text) = notice {
@@ -360,8 +372,8 @@ impl<'a> AgentLoop<'a> {
                 }
                 let args = serde_json::json!({"path": b.path, "content": b.content});
                 found.push((b.span, call("write_file", args.to_string())));
-                if !found_in.contains(&"a file block headed by its path") {
-                    found_in.push("a file block headed by its path");
+                if !found_in.contains(&FILE_BLOCK) {
+                    found_in.push(FILE_BLOCK);
                 }
             }
         }
@@ -431,10 +443,14 @@ impl<'a> AgentLoop<'a> {
             self.event(link, event)?;
             let seen = self.observe(call, &out);
             looping = looping.or(seen);
+            let mut content = out.content;
+            if let Some(note) = self.check_run_by_model(call, &content) {
+                content.push_str(&note);
+            }
             self.conversation.push(Message::Tool {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: out.content,
+                content,
                 is_error: out.is_error,
             });
         }
@@ -448,6 +464,38 @@ impl<'a> AgentLoop<'a> {
             Some(what) => self.on_loop(link, what),
             None => Ok(Flow::Continue),
         }
+    }
+
+    /// The model ran its feature's check itself and it failed: small models
+    /// run it again and again. Say what to do instead, naming the files.
+    fn check_run_by_model(&self, call: &ToolCall, output: &str) -> Option<String> {
+        let check = self.harness.checks?.feature_check()?;
+        let args = parse_args(&call.arguments).ok()?;
+        let command = args.get("command").and_then(|v| v.as_str())?;
+        if self.subagent || call.name != "bash" || !command_failed(output) {
+            return None;
+        }
+        if !command.contains(check.trim()) {
+            return None;
+        }
+        let files = match self.harness.files_to_change {
+            [] => "the code".to_string(),
+            names => names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let how = match self.harness.settings.edit_format() {
+            EditFormat::WholeFile => format!(
+                "reply with the complete new {files} in a fenced code block, the file's path alone on the line before it"
+            ),
+            EditFormat::Tools => format!("change {files} with `write_file` or `edit_file`"),
+        };
+        Some(format!(
+            "\n\n[harness] That is your feature's check, and it fails. Running it again changes nothing: \
+             {how}. The harness runs the check after every edit and tells you the result."
+        ))
     }
 
     /// After a turn that changed files, the feature's check and what it says.
@@ -686,6 +734,9 @@ impl<'a> AgentLoop<'a> {
         }
     }
 }
+
+/// Where a whole-file edit was found, as the recovery names it.
+const FILE_BLOCK: &str = "a file block headed by its path";
 
 /// A call the harness made from the model's text; its id is set by the caller.
 fn call(name: &str, arguments: String) -> ToolCall {

@@ -76,6 +76,24 @@ impl SessionChecks {
         }
     }
 
+    /// The assigned feature's id, for a worker session.
+    pub fn feature_id(&self) -> Option<&str> {
+        self.feature_id.as_deref()
+    }
+
+    /// The assigned feature's check command, when it has one.
+    pub fn feature_check(&self) -> Option<&str> {
+        self.commands
+            .first()
+            .filter(|_| self.feature_check)
+            .map(|(_, c)| c.as_str())
+    }
+
+    /// The session's base commit: HEAD when the session started.
+    pub fn base(&self) -> Option<Oid> {
+        self.base
+    }
+
     /// The assigned feature's check alone, when it has one: what the harness
     /// runs after edits.
     pub fn run_feature(&self, workspace: &Path) -> Option<CheckOutcome> {

@@ -70,14 +70,17 @@ pub struct EditCheck {
     seen: Option<u64>,
     last: Option<Checked>,
     best: Option<Best>,
+    /// Mark the feature done and commit when its check passes (`finish.rs`).
+    commit_when_passing: bool,
 }
 
 impl EditCheck {
     /// Start from the workspace as the session found it: the check runs
     /// only once something changed.
-    pub fn new(workspace: &Path) -> EditCheck {
+    pub fn new(workspace: &Path, commit_when_passing: bool) -> EditCheck {
         EditCheck {
             seen: fingerprint(workspace).ok(),
+            commit_when_passing,
             ..EditCheck::default()
         }
     }
@@ -115,12 +118,40 @@ impl EditCheck {
             score,
             counts,
         });
-        // Passing still is no news.
-        if passed_before && score.passed {
+        let committed = match score.passed {
+            true => self.commit_passing(checks, workspace, &outcome),
+            false => None,
+        };
+        // Passing still, with nothing to commit, is no news.
+        if passed_before && score.passed && committed.is_none() {
             return None;
         }
-        let message = report(&outcome, counts, score, before.as_ref());
+        let message = report(&outcome, counts, score, before.as_ref(), committed);
         Some(message)
+    }
+
+    /// The check passes: the feature marked done and the work committed by
+    /// the harness, when it is on. Returns what was done, for the model.
+    fn commit_passing(
+        &mut self,
+        checks: &SessionChecks,
+        workspace: &Path,
+        outcome: &CheckOutcome,
+    ) -> Option<Result<String, String>> {
+        let id = checks.feature_id().filter(|_| self.commit_when_passing)?;
+        let command = outcome.command.as_deref().unwrap_or("");
+        let done = match super::finish::commit_passing(workspace, id, checks.base(), command) {
+            Ok(done) => Ok(done?),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        // What the harness wrote is not the model's edit: the next turn starts from here.
+        if let Ok(now) = fingerprint(workspace) {
+            self.seen = Some(now);
+            if let Some(last) = self.last.as_mut() {
+                last.fingerprint = now;
+            }
+        }
+        Some(done)
     }
 
     /// At the end of a session: when the last state does worse on the check
@@ -169,6 +200,7 @@ fn report(
     counts: Option<Counts>,
     score: Score,
     best: Option<&Best>,
+    committed: Option<Result<String, String>>,
 ) -> String {
     let command = outcome.command.as_deref().unwrap_or("");
     let mut text = format!(
@@ -180,7 +212,15 @@ fn report(
         if let Some(c) = counts {
             text.push_str(&format!(" ({} of {} tests)", c.passed, c.total()));
         }
-        text.push_str(". Set only this feature's `passes` to true in features.json, append to progress.md and commit.");
+        text.push_str(&match committed {
+            Some(Ok(done)) => format!(
+                ". The harness {done}. The feature is done: reply with a one-line summary and no tool call."
+            ),
+            Some(Err(e)) => format!(
+                ". The harness could not commit it ({e}): set only this feature's `passes` to true in features.json, append to progress.md and commit."
+            ),
+            None => ". Set only this feature's `passes` to true in features.json, append to progress.md and commit.".into(),
+        });
         return text;
     }
     text.push_str(&format!("it fails ({}).", describe(score, counts)));
@@ -362,10 +402,31 @@ fn stage_all(index: &mut git2::Index) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Commit everything in the work tree but build output on HEAD (or as the
+/// first commit), as the harness.
+pub(super) fn commit_all(workspace: &Path, message: &str) -> anyhow::Result<Oid> {
+    let repo = Repository::open(workspace)?;
+    let sig = harness_signature()?;
+    let mut index = repo.index()?;
+    stage_all(&mut index)?;
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    Ok(repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?)
+}
+
+fn harness_signature() -> anyhow::Result<git2::Signature<'static>> {
+    Ok(git2::Signature::now(
+        "longrun harness",
+        "harness@longrun.invalid",
+    )?)
+}
+
 /// Commit the last state if it is not, then check out `best` and commit it on top.
 fn restore(workspace: &Path, best: Oid, said: &str) -> anyhow::Result<()> {
     let repo = Repository::open(workspace)?;
-    let sig = git2::Signature::now("longrun harness", "harness@longrun.invalid")?;
+    let sig = harness_signature()?;
     let mut parent = repo.head()?.peel_to_commit()?;
     if !uncommitted_paths(&repo)?.is_empty() {
         let mut index = repo.index()?;

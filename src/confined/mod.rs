@@ -12,6 +12,7 @@ mod checks;
 mod context;
 mod edit_check;
 mod export;
+mod finish;
 mod loops;
 mod prompt;
 mod skills;

