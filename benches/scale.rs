@@ -12,8 +12,11 @@
 //!   the verdict is printed;
 //! - the disk under `.longrun/` and `.git/`.
 //!
-//! Shapes: 10 and 300 features passing at the start (one more passes per
-//! session), and a 5,000-file, 50 MB repository with 10. The regressions
+//! Shapes: `flat`, 10 features passing at the start and every feature's
+//! mark a line of one file (the tree stays the same size: what grows is
+//! history); `small` and `large`, 10 and 300 passing at the start and a
+//! file per feature (the tree grows one file per session); and `big`, a
+//! 5,000-file, 50 MB repository with 10. The regressions
 //! run as one `[checks] suite` (`--no-suite`: one check per feature).
 //!
 //! ```sh
@@ -41,6 +44,9 @@ struct Shape {
     passing: usize,
     files: usize,
     sessions: usize,
+    /// Every feature's mark is a line of one file (`done.txt`) instead of a
+    /// file of its own: the tree stays the same size, so what grows is history.
+    one_file: bool,
 }
 
 struct Options {
@@ -64,7 +70,7 @@ fn main() {
     let big_sessions: usize = value("--big-sessions").map_or(if full { 100 } else { 2 }, |v| {
         v.parse().expect("--big-sessions N")
     });
-    let only = value("--only").unwrap_or_else(|| "small,large,big".into());
+    let only = value("--only").unwrap_or_else(|| "flat,small,large,big".into());
     let options = Options {
         every: value("--every")
             .map_or(if full { 50 } else { 1 }, |v| v.parse().expect("--every N")),
@@ -74,22 +80,32 @@ fn main() {
     let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
     let shapes = [
         Shape {
+            name: "flat",
+            passing: small,
+            files: 0,
+            sessions,
+            one_file: true,
+        },
+        Shape {
             name: "small",
             passing: small,
             files: 0,
             sessions,
+            one_file: false,
         },
         Shape {
             name: "large",
             passing: large,
             files: 0,
             sessions,
+            one_file: false,
         },
         Shape {
             name: "big",
             passing: small,
             files,
             sessions: big_sessions,
+            one_file: false,
         },
     ];
     for shape in shapes
@@ -147,8 +163,15 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
     let total = shape.passing + shape.sessions + 5;
     let ids: Vec<String> = (1..=total).map(|i| format!("F{i:05}")).collect();
     let line = |id: &str, passes: bool| {
+        let (what, check) = match shape.one_file {
+            true => (
+                format!("done.txt has the line {id}"),
+                format!("grep -qx {id} done.txt"),
+            ),
+            false => (format!("file {id}.txt exists"), format!("test -f {id}.txt")),
+        };
         format!(
-            r#"{{"id": "{id}", "category": "functional", "description": "file {id}.txt exists", "steps": ["make it"], "check": "test -f {id}.txt", "passes": {passes}}}"#
+            r#"{{"id": "{id}", "category": "functional", "description": "{what}", "steps": ["make it"], "check": "{check}", "passes": {passes}}}"#
         )
     };
     let list = |done: usize| {
@@ -163,7 +186,7 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
         json!({"name": "write_file", "arguments": {"path": "features.json", "content": list(0)}}),
         json!({"name": "write_file", "arguments": {"path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}}),
         json!({"name": "write_file", "arguments": {"path": "progress.md", "content": "# Progress\n"}}),
-        json!({"name": "write_file", "arguments": {"path": "tests/suite.sh", "content": SUITE}}),
+        json!({"name": "write_file", "arguments": {"path": "tests/suite.sh", "content": suite(shape.one_file)}}),
     ];
     let init = json!([
         {"tool_calls": init_calls},
@@ -171,7 +194,7 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
         {"text": "initialized"}
     ]);
     let work = json!([
-        {"tool_calls": [{"name": "bash", "arguments": {"command": WORK}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": work(shape.one_file)}}]},
         {"text": "done"}
     ]);
     let model = root.join("model.json");
@@ -213,8 +236,19 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
             std::fs::write(data.join(format!("f{i:05}")), &bytes).unwrap();
         }
     }
-    for id in &ids[..shape.passing] {
-        std::fs::write(dir.join(format!("{id}.txt")), "ok\n").unwrap();
+    match shape.one_file {
+        true => {
+            let lines: String = ids[..shape.passing]
+                .iter()
+                .map(|id| format!("{id}\n"))
+                .collect();
+            std::fs::write(dir.join("done.txt"), lines).unwrap();
+        }
+        false => {
+            for id in &ids[..shape.passing] {
+                std::fs::write(dir.join(format!("{id}.txt")), "ok\n").unwrap();
+            }
+        }
     }
     std::fs::write(dir.join("features.json"), list(shape.passing)).unwrap();
     let toml = std::fs::read_to_string(dir.join("longrun.toml")).unwrap();
@@ -238,18 +272,35 @@ fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
     );
 }
 
-/// The worker's one command: the first feature not passing gets its file and flips.
-const WORK: &str = r#"id=$(grep -m1 '"passes": false' features.json | sed -E 's/.*"id": "([^"]+)".*/\1/') && echo ok > "$id.txt" && sed -i '0,/"passes": false/s//"passes": true/' features.json && git add -A && git commit -qm "$id""#;
+/// The worker's one command: the first feature not passing gets its mark
+/// (its file, or its line in done.txt) and flips.
+fn work(one_file: bool) -> String {
+    let mark = match one_file {
+        true => r#"echo "$id" >> done.txt"#,
+        false => r#"echo ok > "$id.txt""#,
+    };
+    format!(
+        r#"id=$(grep -m1 '"passes": false' features.json | sed -E 's/.*"id": "([^"]+)".*/\1/') && {mark} && sed -i '0,/"passes": false/s//"passes": true/' features.json && git add -A && git commit -qm "$id""#
+    )
+}
 
-/// The acceptance suite: every passing feature's file, one JSON line each.
-const SUITE: &str = r#"#!/usr/bin/env bash
-out=${LONGRUN_SUITE_RESULTS:-/dev/null}
+/// The acceptance suite: every passing feature's mark, one JSON line each.
+fn suite(one_file: bool) -> String {
+    let test = match one_file {
+        true => r#"grep -qx "$id" done.txt"#,
+        false => r#"[ -f "$id.txt" ]"#,
+    };
+    format!(
+        r#"#!/usr/bin/env bash
+out=${{LONGRUN_SUITE_RESULTS:-/dev/null}}
 grep '"passes": true' features.json | sed -E 's/.*"id": "([^"]+)".*/\1/' | while read -r id; do
-  if [ -f "$id.txt" ]; then p=true; else p=false; fi
-  echo "{\"feature\":\"$id\",\"passed\":$p}"
+  if {test}; then p=true; else p=false; fi
+  echo "{{\"feature\":\"$id\",\"passed\":$p}}"
 done > "$out"
 ! grep -q '"passed":false' "$out"
-"#;
+"#
+    )
+}
 
 /// What was measured after a session's verdict.
 struct Sample {
@@ -257,7 +308,10 @@ struct Sample {
     wall_s: f64,
     fds: usize,
     rss_kib: u64,
+    /// Of the RSS, what is not file pages (git's mapped packs are file pages).
+    anon_kib: u64,
     longrun_bytes: u64,
+    transcript_bytes: u64,
     git_bytes: u64,
 }
 
@@ -298,14 +352,20 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
                 if seen % every == 0 || seen == sessions {
                     let wall_s = last.elapsed().as_secs_f64();
                     last = Instant::now();
-                    let (fds, rss_kib) = (open_fds(pid), rss_kib(pid));
+                    let (fds, rss_kib, anon_kib) = (
+                        open_fds(pid),
+                        status_kib(pid, "VmRSS:"),
+                        status_kib(pid, "RssAnon:"),
+                    );
                     let (git_bytes, longrun_bytes) = disk(dir);
                     let sample = Sample {
                         session: event["session"].as_u64().unwrap_or(0) as u32,
                         wall_s,
                         fds,
                         rss_kib,
+                        anon_kib,
                         longrun_bytes,
+                        transcript_bytes: transcripts(dir),
                         git_bytes,
                     };
                     // The phases line follows the verdict by the cleanup.
@@ -370,8 +430,8 @@ fn print_header() {
         print!(" {p:>8}");
     }
     println!(
-        " {:>8} {:>8} {:>5} {:>8} {:>10} {:>10}",
-        "checks", "passing", "fds", "RSS MB", ".longrun/", ".git/"
+        " {:>8} {:>8} {:>5} {:>8} {:>8} {:>10} {:>12} {:>10}",
+        "checks", "passing", "fds", "RSS MB", "anon MB", ".longrun/", "transcripts", ".git/"
     );
 }
 
@@ -404,12 +464,14 @@ fn print_row(s: &Sample, from: u32, phases: &BTreeMap<u32, BTreeMap<String, f64>
     // Every session is accepted (checked): one more passes each time.
     let passing = passing + s.session as usize - 1;
     println!(
-        " {:>8.1} {:>8} {:>5} {:>8.1} {:>10} {:>10}",
+        " {:>8.1} {:>8} {:>5} {:>8.1} {:>8.1} {:>10} {:>12} {:>10}",
         mean("checks"),
         passing,
         s.fds,
         s.rss_kib as f64 / 1024.0,
+        s.anon_kib as f64 / 1024.0,
         mb(s.longrun_bytes),
+        mb(s.transcript_bytes),
         mb(s.git_bytes)
     );
 }
@@ -422,11 +484,12 @@ fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
-fn rss_kib(pid: u32) -> u64 {
+/// A `kB` field of /proc/PID/status.
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
@@ -434,6 +497,19 @@ fn rss_kib(pid: u32) -> u64 {
 /// Allocated bytes under `.git/` and `.longrun/`, not following symlinks; a
 /// file hard-linked several times counts once, under `.git/` when it is there
 /// (clones share git's objects by hard links).
+/// Allocated bytes of every session's `transcript.jsonl` (kept for good:
+/// the target for `.longrun/` is counted without them).
+fn transcripts(dir: &Path) -> u64 {
+    std::fs::read_dir(dir.join(".longrun/sessions"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| std::fs::metadata(e.path().join("transcript.jsonl")).ok())
+                .map(|m| m.blocks() * 512)
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 fn disk(dir: &Path) -> (u64, u64) {
     fn walk(path: &Path, linked: &mut HashSet<(u64, u64)>) -> u64 {
         let Ok(meta) = std::fs::symlink_metadata(path) else {

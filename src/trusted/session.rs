@@ -108,6 +108,10 @@ pub async fn run_session(
     let mut phases = super::timing::Phases::start(plan.number);
     let dir = session_dir(project, plan.number);
     let (work, tmp, home) = (dir.join("work"), dir.join("tmp"), dir.join("home"));
+    let sessions = state::sessions_dir(&project.dir);
+    std::fs::create_dir_all(&sessions)
+        .with_context(|| format!("failed to create {}", sessions.display()))?;
+    crate::fsutil::spread_subdirectories(&sessions);
     for d in [&tmp, &home] {
         std::fs::create_dir_all(d).with_context(|| format!("failed to create {}", d.display()))?;
     }
