@@ -111,6 +111,7 @@ fn run_context_session(workspace: &Path, steps: u32, settings: &HarnessSettings)
         skills: &[],
         checks: None,
         files_to_change: &[],
+        refocus: None,
     };
     let budget = Budget::new(BudgetSection {
         steps,

@@ -38,7 +38,15 @@ pub struct Harness<'a> {
     pub checks: Option<&'a SessionChecks>,
     /// The files the feature names that the session may change.
     pub files_to_change: &'a [String],
+    /// Whole-file sessions: the message to start again from, given what the
+    /// failing check said, when the model keeps running the check instead of
+    /// writing code (None: no file to write).
+    pub refocus: Option<&'a Refocus<'a>>,
 }
+
+/// Makes the message a whole-file session starts again from, given what
+/// its failing check said; None when there is no file to write.
+pub type Refocus<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +90,15 @@ pub struct AgentLoop<'a> {
     unreadable_notes: u32,
     /// The feature's check after edits, and the best state (sessions only).
     edit_check: Option<EditCheck>,
+    /// Times the model ran its failing check itself and was told to write instead.
+    check_reruns: u32,
+    /// Times the conversation was started again from the files (at most [`MAX_REFOCUS`]).
+    refocused: u32,
 }
+
+/// Fresh starts a whole-file session gets when its model keeps running the
+/// failing check; after that the loop detector and the budget decide.
+const MAX_REFOCUS: u32 = 2;
 
 /// What the harness found to run in an answer without structured calls.
 struct Recovery {
@@ -165,6 +181,8 @@ impl<'a> AgentLoop<'a> {
             nudged: false,
             unreadable_notes: 0,
             edit_check,
+            check_reruns: 0,
+            refocused: 0,
         }
     }
 
@@ -357,7 +375,8 @@ impl<'a> AgentLoop<'a> {
             }
         }
         let mut elided = Vec::new();
-        if !self.subagent && settings.edit_format() == EditFormat::WholeFile {
+        let whole_file = !self.subagent && settings.edit_format() == EditFormat::WholeFile;
+        if whole_file {
             for b in text_edits::file_blocks(text) {
                 if found.iter().any(|(span, _)| overlaps(span, &b.span)) {
                     continue;
@@ -374,6 +393,23 @@ impl<'a> AgentLoop<'a> {
                 found.push((b.span, call("write_file", args.to_string())));
                 if !found_in.contains(&FILE_BLOCK) {
                     found_in.push(FILE_BLOCK);
+                }
+            }
+        }
+        // Asked for its one file, a small model often writes the code
+        // without the path line: a block in that file's language is that file.
+        if let (true, [file]) = (
+            found.is_empty() && elided.is_empty() && whole_file,
+            self.harness.files_to_change,
+        ) {
+            if let Some(b) = text_edits::unnamed_block_for(text, file) {
+                match b.elided {
+                    true => elided.push(b.path),
+                    false => {
+                        let args = serde_json::json!({"path": b.path, "content": b.content});
+                        found.push((b.span, call("write_file", args.to_string())));
+                        found_in.push(FILE_BLOCK);
+                    }
                 }
             }
         }
@@ -424,6 +460,7 @@ impl<'a> AgentLoop<'a> {
         recovered: bool,
     ) -> anyhow::Result<Flow> {
         let mut looping = None;
+        let mut refocus = None;
         for call in calls {
             let started = Instant::now();
             let out = self.dispatch(link, call)?;
@@ -445,6 +482,18 @@ impl<'a> AgentLoop<'a> {
             looping = looping.or(seen);
             let mut content = out.content;
             if let Some(note) = self.check_run_by_model(call, &content) {
+                self.check_reruns += 1;
+                if self.check_reruns >= 2 && self.refocused < MAX_REFOCUS {
+                    refocus = self.harness.refocus.and_then(|f| {
+                        let failing = super::checks::CheckOutcome {
+                            name: String::new(),
+                            command: None,
+                            passed: false,
+                            output: content.clone(),
+                        };
+                        f(&super::edit_check::failing_summary(&failing))
+                    });
+                }
                 content.push_str(&note);
             }
             self.conversation.push(Message::Tool {
@@ -460,6 +509,9 @@ impl<'a> AgentLoop<'a> {
         }
         self.conversation.stub_old_results();
         self.check_after_edit();
+        if let Some(first) = refocus {
+            return self.refocus(link, first);
+        }
         match looping {
             Some(what) => self.on_loop(link, what),
             None => Ok(Flow::Continue),
@@ -478,19 +530,22 @@ impl<'a> AgentLoop<'a> {
         if !command.contains(check.trim()) {
             return None;
         }
-        let files = match self.harness.files_to_change {
-            [] => "the code".to_string(),
-            names => names
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        };
-        let how = match self.harness.settings.edit_format() {
-            EditFormat::WholeFile => format!(
-                "reply with the complete new {files} in a fenced code block, the file's path alone on the line before it"
+        let names = self
+            .harness
+            .files_to_change
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let how = match (self.harness.settings.edit_format(), names.is_empty()) {
+            (EditFormat::WholeFile, false) => format!(
+                "reply with the complete new {names} in a fenced code block, the file's path alone on the line before it"
             ),
-            EditFormat::Tools => format!("change {files} with `write_file` or `edit_file`"),
+            (EditFormat::WholeFile, true) => "reply with each file you change, complete, in a fenced code block, \
+                 the file's path alone on the line before it"
+                .to_string(),
+            (EditFormat::Tools, false) => format!("change {names} with `write_file` or `edit_file`"),
+            (EditFormat::Tools, true) => "change the code with `write_file` or `edit_file`".to_string(),
         };
         Some(format!(
             "\n\n[harness] That is your feature's check, and it fails. Running it again changes nothing: \
@@ -611,6 +666,28 @@ impl<'a> AgentLoop<'a> {
             _ => {}
         }
         found
+    }
+
+    /// The model ran its failing check again instead of writing code: start
+    /// the conversation again from `first` (the files, what the check says,
+    /// one thing to do). Small models asked once for the code write it; a
+    /// long conversation of check runs only makes them run it again.
+    fn refocus(&mut self, link: &mut WorkerLink, first: String) -> anyhow::Result<Flow> {
+        self.refocused += 1;
+        self.check_reruns = 0;
+        self.loops.reset();
+        self.event(
+            link,
+            SessionEvent::Notice {
+                text: format!(
+                    "refocused: the model ran its failing check again instead of writing code; \
+                     the conversation starts again from the files and the check's output ({} of {MAX_REFOCUS})",
+                    self.refocused
+                ),
+            },
+        )?;
+        self.conversation.restart(first);
+        Ok(Flow::Continue)
     }
 
     /// The first loop gets a notice and a clean slate; the second ends the session.

@@ -115,6 +115,15 @@ impl Conversation {
         true
     }
 
+    /// Start the conversation again from one new first message; the fixed
+    /// prefix stays (so a prompt cache still holds it).
+    pub fn restart(&mut self, first: String) {
+        self.messages.clear();
+        self.sizes.clear();
+        self.described.clear();
+        self.push(Message::User { content: first });
+    }
+
     /// Learn the bytes-per-token ratio from the tokens a request of `bytes` was billed.
     pub fn calibrate(&mut self, bytes: usize, input_tokens: u64) {
         if input_tokens > 0 && bytes > 0 {

@@ -246,6 +246,20 @@ fn report(
     text
 }
 
+/// A failing check as the model should see it before it writes: how many
+/// tests pass, which fail, and the last lines.
+pub fn failing_summary(outcome: &CheckOutcome) -> String {
+    let counts = counts(&outcome.output);
+    let mut text = format!("it fails ({})", describe(score(outcome, counts), counts));
+    let failing = checks::failing_tests(&outcome.output);
+    if !failing.is_empty() {
+        text.push_str(&format!("; failing tests: {}", failing.join(", ")));
+    }
+    let tail = crate::progress::tail(&outcome.output, TAIL_LINES);
+    text.push_str(&format!(". Its last lines:\n```\n{tail}\n```"));
+    text
+}
+
 fn describe(score: Score, counts: Option<Counts>) -> String {
     match (counts, score.passed) {
         (Some(c), _) => format!("{} of {} tests passing", c.passed, c.total()),

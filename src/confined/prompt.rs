@@ -225,9 +225,58 @@ fn what_to_do(config: &WorkerConfig, id: &str) -> String {
     )
 }
 
+/// What the harness found when it ran the feature's check before the first
+/// turn (whole-file sessions: small models otherwise spend their first turns
+/// running it), for the first message.
+fn check_now(failing: Option<&str>) -> String {
+    match failing {
+        Some(summary) => {
+            format!("The harness ran the check before this session's first turn: {summary}\n\n")
+        }
+        None => String::new(),
+    }
+}
+
+/// The message a whole-file session starts again from when its model keeps
+/// running the failing check instead of writing code: the assignment, the
+/// files as they are now, what the check says, and one thing to do. None
+/// without a feature or a file to write.
+pub fn refocus_message(config: &WorkerConfig, workspace: &Path, failing: &str) -> Option<String> {
+    let feature = config.feature.as_ref()?;
+    let files = files_to_change(config, workspace);
+    if files.is_empty() {
+        return None;
+    }
+    let names = files
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let description = serde_json::from_str::<serde_json::Value>(&feature.json)
+        .ok()
+        .and_then(|v| v["description"].as_str().map(str::to_string))
+        .unwrap_or_else(|| feature.json.clone());
+    Some(format!(
+        "[harness] Starting again from here: running the check again will not change it; only new code will.\n\n\
+         Your feature `{id}`: {description}\n\n{files_now}\
+         Its check `{check}` {failing}\n\n\
+         Reply now with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
+         Write the whole file, no tool call and no command: the harness writes it and runs the check.",
+        id = feature.id,
+        files_now = named_files(config, feature, workspace),
+        check = feature.check.as_deref().unwrap_or(""),
+    ))
+}
+
 /// The first user message: the assignment, the recent history, the notes and
-/// what `init.sh` said.
-pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str) -> String {
+/// what `init.sh` said. `failing`: what the feature's check said when the
+/// harness ran it before the first turn, when it did and it failed.
+pub fn first_message(
+    config: &WorkerConfig,
+    workspace: &Path,
+    init_report: &str,
+    failing: Option<&str>,
+) -> String {
     let log = crate::git::oneline_log(workspace, 20).unwrap_or_default();
     let notes = std::fs::read_to_string(workspace.join(crate::progress::FILE_NAME))
         .map(|t| crate::progress::tail(&t, 40))
@@ -248,7 +297,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
              Its check: {{check}}\n\nGlobal checks:\n{{checks}}\n\n{{frozen}}\
              Features passing: {{passing}} of {{total}}.\n\n\
              Recent commits (`git log --oneline -20`):\n```\n{{log}}\n```\n\n\
-             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n{{files}}{{earlier}}{{todo}}",
+             The end of progress.md:\n```\n{{notes}}\n```\n\n{{init}}\n\n{{files}}{{earlier}}{{now}}{{todo}}",
             &[
                 ("session", &config.session.to_string()),
                 ("id", &feature.id),
@@ -263,6 +312,7 @@ pub fn first_message(config: &WorkerConfig, workspace: &Path, init_report: &str)
                 ("init", init_report),
                 ("earlier", &earlier_attempts(config)),
                 ("files", &named_files(config, feature, workspace)),
+                ("now", &check_now(failing)),
                 ("todo", &what_to_do(config, &feature.id)),
             ],
         ),

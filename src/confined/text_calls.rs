@@ -230,6 +230,12 @@ fn hermes_body(body: &str) -> Option<&str> {
 /// The whole answer is JSON: an object or a list of them.
 fn bare(text: &str, tools: &[&str]) -> Vec<TextCall> {
     let body = strip_end_tokens(text).trim();
+    // The closing fence of a block whose opening the model left out
+    // (Qwen2.5-Coder 1.5B, after a long conversation of check output).
+    let body = match body.strip_suffix("```") {
+        Some(rest) if !rest.contains("```") => rest.trim_end(),
+        _ => body,
+    };
     if !(body.starts_with('{') || body.starts_with('[')) {
         return Vec::new();
     }
@@ -628,6 +634,12 @@ mod tests {
             "{\"name\": \"list_files\"}",
             Some(Format::Bare),
             &[("list_files", "{}")],
+        ),
+        (
+            "Qwen2.5-Coder 1.5B: a bare object and a closing fence with no opening one",
+            "{\"name\": \"write_file\", \"arguments\": {\"content\": \"x = 1\\n\", \"path\": \"duration.py\"}}\n```",
+            Some(Format::Bare),
+            &[("write_file", r#"{"content":"x = 1\n","path":"duration.py"}"#)],
         ),
         (
             "trailing comma repaired",

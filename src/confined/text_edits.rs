@@ -46,6 +46,58 @@ pub fn file_blocks(text: &str) -> Vec<FileBlock> {
         .collect()
 }
 
+/// The one file a session has to change, written in a block without its
+/// path (```` ```python ```` and the code, as Qwen2.5-Coder answers when asked
+/// for a file): the longest closed block whose language is that file's.
+/// None when the answer holds a path-headed block, or no block in the
+/// file's language (a ```` ```bash ```` command is never taken for a
+/// Python file), or the file's extension names no language.
+pub fn unnamed_block_for(text: &str, file: &str) -> Option<FileBlock> {
+    let languages = languages_of(file)?;
+    if !file_blocks(text).is_empty() {
+        return None;
+    }
+    let block = fences(text)
+        .into_iter()
+        .filter(|b| b.closed)
+        .filter(|b| {
+            let lang = b.info.split_whitespace().next().unwrap_or("");
+            languages.contains(&lang.to_ascii_lowercase().as_str())
+        })
+        .max_by_key(|b| b.body.len())?;
+    let mut content = block.body;
+    if content.trim().is_empty() {
+        return None;
+    }
+    if !content.ends_with('\n') {
+        content.push('\n');
+    }
+    Some(FileBlock {
+        path: file.to_string(),
+        elided: ELISION.as_ref().is_some_and(|re| re.is_match(&content)),
+        content,
+        span: block.span,
+    })
+}
+
+/// The fence languages that name the language of `file`'s extension.
+fn languages_of(file: &str) -> Option<&'static [&'static str]> {
+    let ext = file.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "py" => &["python", "py", "python3"],
+        "js" | "mjs" | "cjs" => &["javascript", "js", "node"],
+        "ts" => &["typescript", "ts"],
+        "rs" => &["rust", "rs"],
+        "go" => &["go", "golang"],
+        "rb" => &["ruby", "rb"],
+        "java" => &["java"],
+        "c" | "h" => &["c"],
+        "cc" | "cpp" | "hpp" => &["cpp", "c++"],
+        "sh" => &["bash", "sh", "shell"],
+        _ => return None,
+    })
+}
+
 /// Comments that stand for code left out.
 static ELISION: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
@@ -121,6 +173,38 @@ const KNOWN_NAMES: &[&str] = &["Makefile", "Dockerfile", "Justfile", "Gemfile", 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_block_without_its_path_is_the_one_file_when_its_language_is_that_files() {
+        let code = "def parse_duration(text):\n    return 0";
+        let answer = format!("Here is the code:\n\n```python\n{code}\n```\n");
+        let b = unnamed_block_for(&answer, "duration.py").unwrap();
+        assert_eq!(b.path, "duration.py");
+        assert_eq!(b.content, format!("{code}\n"));
+        // The longest of several: the code, not the usage example.
+        let two =
+            format!("```python\n{code}\n```\nUse it:\n```python\nparse_duration('1h')\n```\n");
+        assert_eq!(
+            unnamed_block_for(&two, "duration.py").unwrap().content,
+            format!("{code}\n")
+        );
+        // Never a command, another language, an untagged block, or a block cut off.
+        assert_eq!(
+            unnamed_block_for("```bash\npython3 -m unittest\n```\n", "duration.py"),
+            None
+        );
+        assert_eq!(unnamed_block_for("```js\nx()\n```\n", "duration.py"), None);
+        assert_eq!(unnamed_block_for("```\nx = 1\n```\n", "duration.py"), None);
+        assert_eq!(unnamed_block_for("```python\nx = 1\n", "duration.py"), None);
+        // A path-headed block wins: the unnamed one is not a second guess.
+        let named = format!("other.py\n```python\nx = 1\n```\n```python\n{code}\n```\n");
+        assert_eq!(unnamed_block_for(&named, "duration.py"), None);
+        // A file whose extension names no language: nothing to match.
+        assert_eq!(unnamed_block_for(&answer, "notes.txt"), None);
+        // Left-out parts are marked, as for a named block.
+        let elided = "```python\ndef f():\n    pass\n# ... rest unchanged\n```\n";
+        assert!(unnamed_block_for(elided, "m.py").unwrap().elided);
+    }
     use super::*;
 
     fn paths(text: &str) -> Vec<(String, bool)> {

@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::agent::Harness;
+use super::agent::{Harness, Refocus};
 use super::checks::SessionChecks;
+use super::edit_check::failing_summary;
 use super::{prompt, skills, AgentLoop, Budget};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
+use crate::config::EditFormat;
 use crate::confined::tools::{run_shell, Registry, ToolContext};
 use crate::protocol::WorkerConfig;
 
@@ -93,6 +95,16 @@ fn run_agent(
     let skills = skills::discover(&ctx.workspace, &config.user_skills);
     let checks = SessionChecks::new(config, &ctx.workspace);
     let files_to_change = prompt::files_to_change(config, &ctx.workspace);
+    // A whole-file model is shown the failing check up front and, when it
+    // keeps running it instead of writing, started again from the files.
+    let whole_file =
+        config.harness.edit_format() == EditFormat::WholeFile && config.harness.check_after_edit;
+    let failing = whole_file
+        .then(|| checks.run_feature(&ctx.workspace))
+        .flatten()
+        .filter(|o| !o.passed)
+        .map(|o| failing_summary(&o));
+    let refocus = |failing: &str| prompt::refocus_message(config, &ctx.workspace, failing);
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
@@ -101,9 +113,10 @@ fn run_agent(
         skills: &skills,
         checks: Some(&checks),
         files_to_change: &files_to_change,
+        refocus: whole_file.then_some(&refocus as &Refocus),
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
-    let first = prompt::first_message(config, &ctx.workspace, init_report);
+    let first = prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref());
     let mut limits = config.budget.clone();
     if failpoint("worker-overspends", config.session) {
         limits.steps *= 7;

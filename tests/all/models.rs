@@ -396,6 +396,103 @@ fn a_model_running_its_failing_check_is_told_which_file_to_write() {
 }
 
 #[test]
+fn a_whole_file_model_that_keeps_running_its_failing_check_starts_again_from_the_files() {
+    // What Qwen2.5-Coder 1.5B did in the lift benchmark: told the check
+    // fails, it ran it again and again and never wrote a line. The harness
+    // shows the failing check up front and, at the second run, starts the
+    // conversation again from the files with one thing to do.
+    let env = Env::new();
+    let check = "python3 t.py";
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": "Make m.py say ok",
+         "steps": ["edit m.py"], "check": check, "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
+    calls.push(write_file("m.py", "pass\n"));
+    calls.push(write_file(
+        "t.py",
+        "import sys\nsys.exit(0 if 'ok' in open('m.py').read() else 1)\n",
+    ));
+    let check_run = json_block("bash", json!({"command": check}));
+    let worker = json!([
+        done(&check_run),
+        done(&check_run),
+        // The code without its path line, as the model wrote it: m.py is
+        // the one file to change and the block is Python.
+        done("```python\nprint('ok')\n```\n"),
+        done("Done.")
+    ]);
+    let model = env.model(json!({"1": init, "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    let toml = toml
+        .replacen(
+            "# edit_format = \"tools\"",
+            "edit_format = \"whole-file\"",
+            1,
+        )
+        .replacen(
+            "# commit_when_passing = true",
+            "commit_when_passing = true",
+            1,
+        );
+    std::fs::write(&path, toml).unwrap();
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let requests = env.requests(2);
+    let last_messages: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            let m = messages(r);
+            format!("{} messages, last: {}", m.len(), m[m.len() - 1])
+        })
+        .collect();
+    assert_eq!(requests.len(), 4, "{last_messages:#?}");
+    let first = user_texts(&requests[0])[0].clone();
+    assert!(
+        first.contains("The harness ran the check before this session's first turn: it fails (failing). Its last lines:"),
+        "{first}"
+    );
+    // The second run of the check: the conversation starts again.
+    let restarted = messages(&requests[2]);
+    assert_eq!(restarted.len(), 1, "{restarted:#?}");
+    let again = restarted[0]["content"].as_str().unwrap();
+    assert!(
+        again.starts_with("[harness] Starting again from here: running the check again will not change it; only new code will.\n\nYour feature `F001`: Make m.py say ok"),
+        "{again}"
+    );
+    assert!(again.contains("m.py\n```\npass\n```"), "{again}");
+    assert!(
+        again.contains("Its check `python3 t.py` it fails (failing)"),
+        "{again}"
+    );
+    assert!(
+        again.ends_with("Reply now with the complete new `m.py`: one fenced code block per file, the file's path alone on the line before it. Write the whole file, no tool call and no command: the harness writes it and runs the check."),
+        "{again}"
+    );
+    let notices: Vec<String> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "notice")
+        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("refocused: the model ran its failing check again")),
+        "{notices:#?}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert_eq!(env.on_main("m.py").as_deref(), Some("print('ok')\n"));
+}
+
+#[test]
 fn untracked_build_output_is_not_the_models_problem() {
     let env = project(
         json!([
