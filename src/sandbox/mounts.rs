@@ -291,18 +291,20 @@ fn bind_links_in(dir: &OwnedFd, bound: &mut usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The kernel's `struct mount_attr` (mount_setattr(2)).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
 /// Bind the file `name` of `dir` read-only onto itself (open_tree,
 /// mount_setattr, move_mount: no path is looked up twice, no symlink followed).
 fn bind_file_read_only(dir: &OwnedFd, name: &std::ffi::CStr) -> nix::Result<()> {
     const OPEN_TREE_CLONE: libc::c_uint = 1;
     const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
     let open = OPEN_TREE_CLONE
         | libc::O_CLOEXEC as libc::c_uint
         | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint;
@@ -380,14 +382,6 @@ fn set_attr(
     clear: u64,
     propagation: u64,
 ) -> nix::Result<()> {
-    /// The kernel's `struct mount_attr`.
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
     const AT_RECURSIVE: libc::c_uint = 0x8000;
     let attr = MountAttr {
         attr_set: set,

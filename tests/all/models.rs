@@ -360,21 +360,26 @@ fn the_first_message_shows_the_files_the_feature_names() {
     assert!(!first.contains("missing.py\n```"), "{first}");
 }
 
+/// An initializer whose one feature F001 (`description`, `check`, one
+/// step: edit m.py) comes with `files` written beside it.
+fn one_file_feature(description: &str, check: &str, files: &[(&str, &str)]) -> Value {
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": description,
+         "steps": ["edit m.py"], "check": check, "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
+    calls.extend(files.iter().map(|(path, body)| write_file(path, body)));
+    init
+}
+
 #[test]
 fn a_model_running_its_failing_check_is_told_which_file_to_write() {
     // Qwen2.5-Coder 1.5B's first answers: the check, run again and again,
     // no edit. The result says what to do instead and names the file.
     let env = Env::new();
-    let list = serde_json::to_string_pretty(&json!({"features": [
-        {"id": "F001", "category": "functional", "description": "Make m.py write done.txt",
-         "steps": ["edit m.py"], "check": CHECK, "passes": false}
-    ]}))
-    .unwrap();
-    let mut init = initializer(&list);
-    init[0]["tool_calls"]
-        .as_array_mut()
-        .unwrap()
-        .push(write_file("m.py", "pass\n"));
+    let init = one_file_feature("Make m.py write done.txt", CHECK, &[("m.py", "pass\n")]);
     let check_run = json_block("bash", json!({"command": CHECK}));
     let model = env.model(json!({"1": init, "2": [done(&check_run), done("stop")]}));
     let out = env.init("# Spec\nA tiny thing.\n", &model);
@@ -403,18 +408,12 @@ fn a_whole_file_model_that_keeps_running_its_failing_check_starts_again_from_the
     // conversation again from the files with one thing to do.
     let env = Env::new();
     let check = "python3 t.py";
-    let list = serde_json::to_string_pretty(&json!({"features": [
-        {"id": "F001", "category": "functional", "description": "Make m.py say ok",
-         "steps": ["edit m.py"], "check": check, "passes": false}
-    ]}))
-    .unwrap();
-    let mut init = initializer(&list);
-    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
-    calls.push(write_file("m.py", "pass\n"));
-    calls.push(write_file(
-        "t.py",
-        "import sys\nsys.exit(0 if 'ok' in open('m.py').read() else 1)\n",
-    ));
+    let test = "import sys\nsys.exit(0 if 'ok' in open('m.py').read() else 1)\n";
+    let init = one_file_feature(
+        "Make m.py say ok",
+        check,
+        &[("m.py", "pass\n"), ("t.py", test)],
+    );
     let check_run = json_block("bash", json!({"command": check}));
     let worker = json!([
         done(&check_run),
