@@ -90,14 +90,16 @@ pub struct AgentLoop<'a> {
     unreadable_notes: u32,
     /// The feature's check after edits, and the best state (sessions only).
     edit_check: Option<EditCheck>,
-    /// Times the model ran its failing check itself and was told to write instead.
-    check_reruns: u32,
+    /// Turns in a row that changed no file (whole-file sessions: two while
+    /// the check fails start the conversation again from the files).
+    idle_turns: u32,
     /// Times the conversation was started again from the files (at most [`MAX_REFOCUS`]).
     refocused: u32,
 }
 
-/// Fresh starts a whole-file session gets when its model keeps running the
-/// failing check; after that the loop detector and the budget decide.
+/// Fresh starts a whole-file session gets when its model keeps changing
+/// nothing while the check fails; after that the loop detector and the
+/// budget decide.
 const MAX_REFOCUS: u32 = 2;
 
 /// What the harness found to run in an answer without structured calls.
@@ -181,7 +183,7 @@ impl<'a> AgentLoop<'a> {
             nudged: false,
             unreadable_notes: 0,
             edit_check,
-            check_reruns: 0,
+            idle_turns: 0,
             refocused: 0,
         }
     }
@@ -460,7 +462,6 @@ impl<'a> AgentLoop<'a> {
         recovered: bool,
     ) -> anyhow::Result<Flow> {
         let mut looping = None;
-        let mut refocus = None;
         for call in calls {
             let started = Instant::now();
             let out = self.dispatch(link, call)?;
@@ -482,18 +483,6 @@ impl<'a> AgentLoop<'a> {
             looping = looping.or(seen);
             let mut content = out.content;
             if let Some(note) = self.check_run_by_model(call, &content) {
-                self.check_reruns += 1;
-                if self.check_reruns >= 2 && self.refocused < MAX_REFOCUS {
-                    refocus = self.harness.refocus.and_then(|f| {
-                        let failing = super::checks::CheckOutcome {
-                            name: String::new(),
-                            command: None,
-                            passed: false,
-                            output: content.clone(),
-                        };
-                        f(&super::edit_check::failing_summary(&failing))
-                    });
-                }
                 content.push_str(&note);
             }
             self.conversation.push(Message::Tool {
@@ -508,8 +497,8 @@ impl<'a> AgentLoop<'a> {
             self.conversation.append_to_last_result(&list);
         }
         self.conversation.stub_old_results();
-        self.check_after_edit();
-        if let Some(first) = refocus {
+        let changed = self.check_after_edit();
+        if let Some(first) = self.stuck(changed) {
             return self.refocus(link, first);
         }
         match looping {
@@ -553,16 +542,38 @@ impl<'a> AgentLoop<'a> {
         ))
     }
 
-    /// After a turn that changed files, the feature's check and what it says.
-    fn check_after_edit(&mut self) {
+    /// After a turn that changed files, the feature's check and what it
+    /// says. Returns whether the check ran (the files changed).
+    fn check_after_edit(&mut self) -> bool {
         let (Some(edit_check), Some(checks)) = (self.edit_check.as_mut(), self.harness.checks)
         else {
-            return;
+            return false;
         };
         let step = self.budget.steps();
-        if let Some(message) = edit_check.after_turn(checks, &self.harness.ctx.workspace, step) {
-            self.conversation.push_user(message);
+        match edit_check.after_turn(checks, &self.harness.ctx.workspace, step) {
+            Some(message) => {
+                self.conversation.push_user(message);
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Whole-file sessions: the second turn in a row that changed no file
+    /// while the feature's check fails (the check run again, a commit of
+    /// nothing, another look) gets the message to start again from.
+    fn stuck(&mut self, changed: bool) -> Option<String> {
+        let refocus = self.harness.refocus?;
+        self.idle_turns = if changed { 0 } else { self.idle_turns + 1 };
+        if self.idle_turns < 2 || self.refocused >= MAX_REFOCUS {
+            return None;
+        }
+        let outcome = self
+            .harness
+            .checks?
+            .run_feature(&self.harness.ctx.workspace)
+            .filter(|o| !o.passed)?;
+        refocus(&super::edit_check::failing_summary(&outcome))
     }
 
     /// The harness tools first, then the registry.
@@ -668,19 +679,20 @@ impl<'a> AgentLoop<'a> {
         found
     }
 
-    /// The model ran its failing check again instead of writing code: start
-    /// the conversation again from `first` (the files, what the check says,
-    /// one thing to do). Small models asked once for the code write it; a
-    /// long conversation of check runs only makes them run it again.
+    /// The model keeps doing what changes nothing (running the failing
+    /// check again, committing nothing): start the conversation again from
+    /// `first` (the files, what the check says, one thing to do). Small
+    /// models asked once for the code write it; a long conversation of
+    /// check runs only makes them run it again.
     fn refocus(&mut self, link: &mut WorkerLink, first: String) -> anyhow::Result<Flow> {
         self.refocused += 1;
-        self.check_reruns = 0;
+        self.idle_turns = 0;
         self.loops.reset();
         self.event(
             link,
             SessionEvent::Notice {
                 text: format!(
-                    "refocused: the model ran its failing check again instead of writing code; \
+                    "refocused: two turns in a row changed no file while the check fails; \
                      the conversation starts again from the files and the check's output ({} of {MAX_REFOCUS})",
                     self.refocused
                 ),

@@ -238,9 +238,9 @@ fn check_now(failing: Option<&str>) -> String {
 }
 
 /// The message a whole-file session starts again from when its model keeps
-/// running the failing check instead of writing code: the assignment, the
-/// files as they are now, what the check says, and one thing to do. None
-/// without a feature or a file to write.
+/// changing nothing (running the failing check again, committing nothing):
+/// the assignment, the files as they are now, what the check says, and one
+/// thing to do. None without a feature or a file to write.
 pub fn refocus_message(config: &WorkerConfig, workspace: &Path, failing: &str) -> Option<String> {
     let feature = config.feature.as_ref()?;
     let files = files_to_change(config, workspace);
@@ -257,7 +257,7 @@ pub fn refocus_message(config: &WorkerConfig, workspace: &Path, failing: &str) -
         .and_then(|v| v["description"].as_str().map(str::to_string))
         .unwrap_or_else(|| feature.json.clone());
     Some(format!(
-        "[harness] Starting again from here: running the check again will not change it; only new code will.\n\n\
+        "[harness] Starting again from here: your last turns changed no file, and only new code will change the check's result.\n\n\
          Your feature `{id}`: {description}\n\n{files_now}\
          Its check `{check}` {failing}\n\n\
          Reply now with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \

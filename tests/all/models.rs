@@ -404,8 +404,27 @@ fn a_model_running_its_failing_check_is_told_which_file_to_write() {
 fn a_whole_file_model_that_keeps_running_its_failing_check_starts_again_from_the_files() {
     // What Qwen2.5-Coder 1.5B did in the lift benchmark: told the check
     // fails, it ran it again and again and never wrote a line. The harness
-    // shows the failing check up front and, at the second run, starts the
-    // conversation again from the files with one thing to do.
+    // shows the failing check up front and, at the second turn that changed
+    // nothing, starts the conversation again from the files with one thing to do.
+    let run = |_: &str| json_block("bash", json!({"command": "python3 t.py"}));
+    starts_again_from_the_files([run("1"), run("2")]);
+}
+
+#[test]
+fn a_whole_file_model_that_keeps_committing_nothing_starts_again_from_the_files() {
+    // Its next session: `git commit` of nothing, twice. Any two turns that
+    // change no file while the check fails, not only the check run again.
+    let commit = json_block(
+        "bash",
+        json!({"command": "git add -A && git commit -m F001"}),
+    );
+    let look = json_block("read_file", json!({"path": "m.py"}));
+    starts_again_from_the_files([commit, look]);
+}
+
+/// A whole-file session whose model spends two turns on `idle` (changing
+/// nothing), is started again from the files, and then writes m.py.
+fn starts_again_from_the_files(idle: [String; 2]) {
     let env = Env::new();
     let check = "python3 t.py";
     let test = "import sys\nsys.exit(0 if 'ok' in open('m.py').read() else 1)\n";
@@ -414,10 +433,9 @@ fn a_whole_file_model_that_keeps_running_its_failing_check_starts_again_from_the
         check,
         &[("m.py", "pass\n"), ("t.py", test)],
     );
-    let check_run = json_block("bash", json!({"command": check}));
     let worker = json!([
-        done(&check_run),
-        done(&check_run),
+        done(&idle[0]),
+        done(&idle[1]),
         // The code without its path line, as the model wrote it: m.py is
         // the one file to change and the block is Python.
         done("```python\nprint('ok')\n```\n"),
@@ -458,12 +476,12 @@ fn a_whole_file_model_that_keeps_running_its_failing_check_starts_again_from_the
         first.contains("The harness ran the check before this session's first turn: it fails (failing). Its last lines:"),
         "{first}"
     );
-    // The second run of the check: the conversation starts again.
+    // The second turn that changed nothing: the conversation starts again.
     let restarted = messages(&requests[2]);
     assert_eq!(restarted.len(), 1, "{restarted:#?}");
     let again = restarted[0]["content"].as_str().unwrap();
     assert!(
-        again.starts_with("[harness] Starting again from here: running the check again will not change it; only new code will.\n\nYour feature `F001`: Make m.py say ok"),
+        again.starts_with("[harness] Starting again from here: your last turns changed no file, and only new code will change the check's result.\n\nYour feature `F001`: Make m.py say ok"),
         "{again}"
     );
     assert!(again.contains("m.py\n```\npass\n```"), "{again}");
@@ -482,9 +500,8 @@ fn a_whole_file_model_that_keeps_running_its_failing_check_starts_again_from_the
         .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
         .collect();
     assert!(
-        notices
-            .iter()
-            .any(|n| n.starts_with("refocused: the model ran its failing check again")),
+        notices.iter().any(|n| n
+            .starts_with("refocused: two turns in a row changed no file while the check fails")),
         "{notices:#?}"
     );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
