@@ -565,7 +565,8 @@ impl<'a> AgentLoop<'a> {
     fn stuck(&mut self, changed: bool) -> Option<String> {
         let refocus = self.harness.refocus?;
         self.idle_turns = if changed { 0 } else { self.idle_turns + 1 };
-        if self.idle_turns < 2 || self.refocused >= MAX_REFOCUS {
+        // Once a streak: the check runs again only at its second idle turn.
+        if self.idle_turns != 2 || self.refocused >= MAX_REFOCUS {
             return None;
         }
         let outcome = self

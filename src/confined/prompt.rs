@@ -241,9 +241,14 @@ fn check_now(failing: Option<&str>) -> String {
 /// changing nothing (running the failing check again, committing nothing):
 /// the assignment, the files as they are now, what the check says, and one
 /// thing to do. None without a feature or a file to write.
-pub fn refocus_message(config: &WorkerConfig, workspace: &Path, failing: &str) -> Option<String> {
+/// `files`: the session's [`files_to_change`].
+pub fn refocus_message(
+    config: &WorkerConfig,
+    workspace: &Path,
+    files: &[String],
+    failing: &str,
+) -> Option<String> {
     let feature = config.feature.as_ref()?;
-    let files = files_to_change(config, workspace);
     if files.is_empty() {
         return None;
     }

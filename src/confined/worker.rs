@@ -104,7 +104,8 @@ fn run_agent(
         .flatten()
         .filter(|o| !o.passed)
         .map(|o| failing_summary(&o));
-    let refocus = |failing: &str| prompt::refocus_message(config, &ctx.workspace, failing);
+    let refocus =
+        |failing: &str| prompt::refocus_message(config, &ctx.workspace, &files_to_change, failing);
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
