@@ -172,6 +172,15 @@ pub struct SandboxSection {
     /// (`name`, `name:port`, `*.name`).
     #[serde(default)]
     pub registries: Vec<String>,
+    /// Workspaces and verification checkouts are overlays on a cached
+    /// checkout, written only where they differ from it, where the sandbox
+    /// can mount one; false writes every tree whole.
+    #[serde(default = "default_true")]
+    pub overlay: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_max_workspace_mb() -> u64 {
@@ -194,6 +203,7 @@ impl Default for SandboxSection {
             max_workspace_mb: default_max_workspace_mb(),
             max_file_mb: default_max_file_mb(),
             registries: Vec::new(),
+            overlay: true,
         }
     }
 }

@@ -302,6 +302,10 @@ fn remove_entry(dir: &OwnedFd, name: &std::ffi::OsStr) -> anyhow::Result<()> {
     let fd = match openat(dir, name, DIR_FLAGS, Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::ENOENT) => return Ok(()),
+        // A directory of mode 000 (overlayfs leaves one in its scratch
+        // directory): made readable first, as its owner may.
+        Err(Errno::EACCES) => open_unreadable(dir, name)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", name.to_string_lossy()))?,
         Err(e) => return Err(anyhow::anyhow!("{}: {e}", name.to_string_lossy())),
     };
     let _ = fchmod(&fd, Mode::from_bits_truncate(0o700));
@@ -313,6 +317,19 @@ fn remove_entry(dir: &OwnedFd, name: &std::ffi::OsStr) -> anyhow::Result<()> {
         Ok(()) | Err(Errno::ENOENT) => Ok(()),
         Err(e) => Err(anyhow::anyhow!("{}: {e}", name.to_string_lossy())),
     }
+}
+
+/// The directory `name` in `dir` that its owner may not read: chmod 700
+/// through an O_PATH descriptor of it (never through a symlink), then opened.
+fn open_unreadable(dir: &OwnedFd, name: &std::ffi::OsStr) -> nix::Result<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::PermissionsExt;
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let path = openat(dir, name, flags, Mode::empty())?;
+    let magic = format!("/proc/self/fd/{}", path.as_raw_fd());
+    std::fs::set_permissions(&magic, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EACCES)))?;
+    openat(dir, name, DIR_FLAGS, Mode::empty())
 }
 
 /// The names in a directory, `.` and `..` left out.

@@ -230,6 +230,7 @@ fn probe(profile: &Profile) -> anyhow::Result<()> {
         writable: Vec::new(),
         read_only_inside: Vec::new(),
         read_only_links: false,
+        layers: None,
         keep_fds: Vec::new(),
     };
     let out = super::command(&spec, &["/bin/true".to_string()])?.output()?;

@@ -88,6 +88,7 @@ fn sandbox_spec(args: &SandboxCmd) -> anyhow::Result<SandboxSpec> {
         writable: Vec::new(),
         read_only_inside: Vec::new(),
         read_only_links: false,
+        layers: None,
         keep_fds: Vec::new(),
     })
 }

@@ -36,4 +36,4 @@ pub use proxy_bridge::{PROXY_FD, PROXY_PORT, PROXY_URL};
 pub use registries::{
     normalize as normalize_host, split_host_port, AllowList, Registries, DEFAULT_HOSTS,
 };
-pub use spec::{command, SandboxSpec, EXEC_SUBCOMMAND};
+pub use spec::{command, Layers, SandboxSpec, EXEC_SUBCOMMAND};

@@ -100,6 +100,10 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
                 outcome.warnings.push(ipc.into());
                 outcome.uncovered = hidden;
                 anyhow::ensure!(
+                    spec.layers.is_none(),
+                    "no mount namespace ({e}): the workspace's overlay could not be mounted"
+                );
+                anyhow::ensure!(
                     !spec.read_only_links,
                     "no mount namespace ({e}): the files this checkout shares with the cached \
                      checkout of main could not be made read-only"
@@ -115,6 +119,21 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
             }
             outcome.warnings.push(ipc.into());
         }
+    }
+    if let Some(layers) = &spec.layers {
+        // Private first, so that the overlay propagates nowhere; mounted
+        // before the tree goes read-only, which would refuse its upper layer.
+        make_private()?;
+        mount_layers(&spec.workspace, layers).with_context(|| {
+            format!(
+                "cannot mount the overlay workspace at {}",
+                spec.workspace.display()
+            )
+        })?;
+        outcome.layers.push(format!(
+            "mounts: the workspace is an overlay on {} read-only layer(s)",
+            layers.lower.len()
+        ));
     }
     match set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY, 0, libc::MS_PRIVATE) {
         Ok(()) => outcome.read_only = true,
@@ -251,6 +270,61 @@ pub fn restrict(spec: &SandboxSpec, own_proc: bool) -> anyhow::Result<MountsOutc
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// Make every mount of the namespace private (nothing propagates back).
+fn make_private() -> anyhow::Result<()> {
+    match set_attr(Path::new("/"), true, 0, 0, libc::MS_PRIVATE) {
+        Err(nix::errno::Errno::ENOSYS) => mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        ),
+        other => other,
+    }
+    .context("cannot make the mount tree private")
+}
+
+/// Mount the overlay of `layers` at `workspace`. Each layer is opened
+/// without following a symlink and named to the kernel by its descriptor,
+/// so no path is looked up twice and no comma or colon in a path is taken
+/// for a separator. `userxattr` keeps overlayfs's own metadata in
+/// `user.overlay.*` (the only kind a user namespace may write) and leaves
+/// redirects and metacopy off, so the lower layer is read whole and
+/// nothing in an upper layer points elsewhere; without an index, a lower
+/// layer may be moved along while no overlay has it mounted.
+fn mount_layers(workspace: &Path, layers: &super::Layers) -> anyhow::Result<()> {
+    let open = |p: &Path| {
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        nix::fcntl::open(p, flags, Mode::empty())
+            .with_context(|| format!("cannot open the layer {}", p.display()))
+    };
+    let named = |fd: &OwnedFd| format!("/proc/self/fd/{}", fd.as_raw_fd());
+    anyhow::ensure!(!layers.lower.is_empty(), "an overlay needs a lower layer");
+    let lower = layers
+        .lower
+        .iter()
+        .map(|p| open(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (upper, work) = (open(&layers.upper)?, open(&layers.work)?);
+    let lowerdir: Vec<String> = lower.iter().map(named).collect();
+    let options = format!(
+        "userxattr,index=off,xino=off,lowerdir={},upperdir={},workdir={}",
+        lowerdir.join(":"),
+        named(&upper),
+        named(&work)
+    );
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(
+        Some("overlay"),
+        workspace,
+        Some("overlay"),
+        flags,
+        Some(options.as_str()),
+    )?;
+    Ok(())
+}
 
 /// Bind every regular file beneath `workspace` with more than one link
 /// read-only onto itself (see [`SandboxSpec::read_only_links`]), walking

@@ -1,4 +1,11 @@
 //! What a confined process may touch, and how to start one.
+//!
+//! A workspace is either a plain directory, or (with [`Layers`]) an overlay
+//! the sandbox mounts at the workspace path before anything else: the
+//! orchestrator's cached checkout of a commit as the read-only lower layer,
+//! and a directory of the session's own as the upper layer that takes every
+//! write. The orchestrator then writes only what differs from the lower
+//! layer, and removes only what was written.
 
 use std::path::PathBuf;
 
@@ -37,9 +44,31 @@ pub struct SandboxSpec {
     /// nothing confined can change the cached copy through its link.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only_links: bool,
+    /// The workspace is an overlay of these layers, mounted at its path
+    /// before the binds and Landlock, so that every rule naming the
+    /// workspace applies to the merged view. A sandbox that cannot mount it
+    /// refuses to start: the workspace alone holds only what differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<Layers>,
     /// Descriptors kept open besides stdio (the broker socket).
     #[serde(default)]
     pub keep_fds: Vec<i32>,
+}
+
+/// The layers of an overlay workspace. Overlayfs never writes a lower
+/// layer: a change to a lower file is a copy in `upper`, a removal a
+/// whiteout there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layers {
+    /// The read-only layers, the topmost first; the last is a cached
+    /// checkout that only the orchestrator writes, and never while a
+    /// sandbox may have it mounted.
+    pub lower: Vec<PathBuf>,
+    /// Where the writes land: the workspace directory itself, or a
+    /// directory of one step's own.
+    pub upper: PathBuf,
+    /// Overlayfs's scratch directory, on the same filesystem as `upper`.
+    pub work: PathBuf,
 }
 
 impl SandboxSpec {

@@ -127,13 +127,28 @@ fn keep_work(project: &Project, dir: &Path, number: u32, entries: &[Entry]) -> b
                 .flatten()
         })
         .unwrap_or(git2::Oid::zero());
-    let spec = sandbox_spec(
+    let mut spec = sandbox_spec(
         project,
         &work,
         &dir.join("tmp"),
         &dir.join("home"),
         Vec::new(),
     );
+    // An overlay workspace (its scratch directory beside it, which only the
+    // orchestrator makes) holds only what the session changed: the export
+    // needs its lower layer, the cached checkout of its base, made anew.
+    let ovl = dir.join(super::verify::OVERLAY_WORK);
+    let lower = match std::fs::symlink_metadata(&ovl).is_ok_and(|m| m.is_dir()) {
+        true => match super::checkout::lower(project, base) {
+            Some(lower) => Some(lower),
+            None => {
+                tracing::warn!("session {number}: its overlay workspace cannot be mounted here");
+                return false;
+            }
+        },
+        false => None,
+    };
+    spec.layers = lower.as_ref().map(|l| l.layers(&work, &ovl));
     for d in [&spec.tmp, &spec.home] {
         let _ = std::fs::create_dir_all(d);
     }

@@ -82,6 +82,7 @@ pub fn sandbox_spec(
         writable: project.config.sandbox.writable.clone(),
         read_only_inside: super::acceptance::read_only_inside(project, workspace),
         read_only_links: false,
+        layers: None,
         keep_fds,
     }
 }
@@ -117,7 +118,7 @@ pub async fn run_session(
     }
     let base = repo::main_head(&project.repo)?.context("main has no commits")?;
     super::failpoint::hit("before-clone", plan.number).await;
-    workspace::make(project.repo.path(), &work, base, workspace::Head::Main)?;
+    let lower = make_workspace(project, &dir, base)?;
     let mut transcript = Transcript::open(&dir.join("transcript.jsonl"))?;
     let model_name = super::models::session_model(provider, plan.subagent_model.as_ref());
     let feature_id = plan.feature.as_ref().map(|f| f.id.clone());
@@ -131,7 +132,10 @@ pub async fn run_session(
     reporter.session_started(plan.number, plan.role.as_str(), feature_id.as_deref());
 
     let keep = vec![broker::WORKER_FD, broker::REPORT_FD];
-    let spec = sandbox_spec(project, &work, &tmp, &home, keep);
+    let mut spec = sandbox_spec(project, &work, &tmp, &home, keep);
+    spec.layers = lower
+        .as_ref()
+        .map(|l| l.layers(&work, &dir.join(verify::OVERLAY_WORK)));
     let config = worker_config(project, &plan, spec.clone(), &provider.describe())?;
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
@@ -169,6 +173,8 @@ pub async fn run_session(
             None
         }
     };
+    // The export was the last sandbox on the workspace.
+    drop(lower);
     let mut reasons = Vec::new();
     let mut review = None;
     let mut given_failing = Vec::new();
@@ -287,6 +293,33 @@ pub async fn run_session(
     })
 }
 
+/// Make the session's workspace `work` in `dir` at `base`: the upper layer
+/// of an overlay on the cached checkout of `base` (held until dropped,
+/// with overlayfs's scratch directory beside it), or, where no overlay can
+/// be mounted, the tree written whole.
+pub fn make_workspace<'p>(
+    project: &'p Project,
+    dir: &Path,
+    base: git2::Oid,
+) -> anyhow::Result<Option<super::checkout::Lower<'p>>> {
+    let (git, work, ovl) = (
+        project.repo.path(),
+        dir.join("work"),
+        dir.join(verify::OVERLAY_WORK),
+    );
+    let lower = super::checkout::lower(project, base);
+    crate::fsutil::remove_tree(&ovl)?;
+    match lower {
+        Some(_) => {
+            workspace::make_upper(git, &work, base, workspace::Head::Main, base)?;
+            std::fs::create_dir(&ovl)
+                .with_context(|| format!("failed to create {}", ovl.display()))?;
+        }
+        None => workspace::make(git, &work, base, workspace::Head::Main)?,
+    }
+    Ok(lower)
+}
+
 /// The reason a session fails when its workspace is over the size cap.
 fn over_size(project: &Project, work: &Path) -> Option<String> {
     let cap_mb = project.config.sandbox.max_workspace_mb;
@@ -325,7 +358,15 @@ fn remove_session_files(project: &Project, number: u32) {
 
 /// Remove what a session's files beside its record take: see [`remove_session_files`].
 pub fn remove_work_files(dir: &Path) {
-    for name in ["work", "work.left", "tmp", "home", "verify", "export.log"] {
+    let names = [
+        "work",
+        verify::OVERLAY_WORK,
+        "work.left",
+        "tmp",
+        "home",
+        "verify",
+    ];
+    for name in names.into_iter().chain(["export.log"]) {
         if let Err(e) = crate::fsutil::remove_tree(&dir.join(name)) {
             tracing::warn!("{e:#}");
         }

@@ -110,58 +110,115 @@ pub fn rule_problems(
 }
 
 /// Where a verification run happens.
-pub struct CheckPlace {
+pub struct CheckPlace<'p> {
     pub dir: PathBuf,
     pub spec: SandboxSpec,
+    /// What main would become: what the checkout holds before any step ran.
+    pub candidate: Oid,
+    /// The cached checkout of main under an overlay checkout, held until
+    /// the last step has run.
+    lower: Option<super::checkout::Lower<'p>>,
 }
+
+/// Overlayfs's scratch directory beside an overlay workspace `work`.
+pub const OVERLAY_WORK: &str = "work.ovl";
 
 /// Materialise `candidate` (what main would become) for the checks, at the
 /// same path as the worker's workspace: the worker's `work/` is moved aside
-/// to `work.left/` (removed after the verdict), and a fresh `work/` is
-/// written from the project's objects. A tree of more files than `[checks]
+/// to `work.left/` (removed after the verdict), and a fresh `work/` is made
+/// from the project's objects. Where the sandbox mounts overlays it is the
+/// upper layer over the cached checkout of main and holds only what the
+/// candidate changes (the checks' writes land there too); otherwise it is
+/// written whole, and a tree of more files than `[checks]
 /// link_unchanged_above` links what it holds the same as main from the
 /// cached checkout of main ([`super::checkout`]) and writes only the
 /// difference; its steps' sandboxes bind those links read-only. The checks
 /// get a fresh tmp and home.
-pub fn prepare_checkout(
-    project: &Project,
+pub fn prepare_checkout<'p>(
+    project: &'p Project,
     session_dir: &Path,
     candidate: Oid,
-) -> anyhow::Result<CheckPlace> {
+) -> anyhow::Result<CheckPlace<'p>> {
     let dir = session_dir.join("work");
     let left = session_dir.join("work.left");
     crate::fsutil::remove_tree(&left)?;
+    // The session's sandboxes have all ended: their overlay scratch goes.
+    crate::fsutil::remove_tree(&session_dir.join(OVERLAY_WORK))?;
     if std::fs::symlink_metadata(&dir).is_ok() {
         std::fs::rename(&dir, &left)
             .with_context(|| format!("failed to move {} aside", dir.display()))?;
     }
+    let root = session_dir.join("verify");
+    crate::fsutil::remove_tree(&root)?;
+    let (tmp, home, ovl) = (root.join("tmp"), root.join("home"), root.join("ovl"));
+    for d in [&tmp, &home] {
+        std::fs::create_dir_all(d)?;
+    }
     let git = project.repo.path();
     let head = super::workspace::Head::Detached;
     let main = repo::main_head(&project.repo)?.context("main has no commits")?;
-    let cached = super::checkout::worth_linking(project, candidate)
-        .then(|| super::checkout::at(project, main))
-        .flatten();
-    let linked = match cached {
-        Some(cached) => {
-            let cached = super::workspace::Cached {
-                dir: &cached,
-                commit: main,
-            };
-            super::workspace::make_linked(git, &dir, candidate, head, &cached)?
+    let lower = super::checkout::lower(project, main);
+    let mut linked = 0;
+    match &lower {
+        Some(_) => {
+            super::workspace::make_upper(git, &dir, candidate, head, main)?;
+            std::fs::create_dir_all(&ovl)?;
         }
         None => {
-            super::workspace::make(git, &dir, candidate, head)?;
-            0
+            let cached = super::checkout::worth_linking(project, candidate)
+                .then(|| super::checkout::at(project, main))
+                .flatten();
+            linked = match cached {
+                Some(cached) => {
+                    let cached = super::workspace::Cached {
+                        dir: &cached,
+                        commit: main,
+                    };
+                    super::workspace::make_linked(git, &dir, candidate, head, &cached)?
+                }
+                None => {
+                    super::workspace::make(git, &dir, candidate, head)?;
+                    0
+                }
+            };
         }
-    };
-    let root = session_dir.join("verify");
-    crate::fsutil::remove_tree(&root)?;
-    let (tmp, home) = (root.join("tmp"), root.join("home"));
-    std::fs::create_dir_all(&tmp)?;
-    std::fs::create_dir_all(&home)?;
+    }
     let mut spec = super::session::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
     spec.read_only_links = linked > 0;
-    Ok(CheckPlace { dir, spec })
+    spec.layers = lower.as_ref().map(|l| l.layers(&dir, &ovl));
+    Ok(CheckPlace {
+        dir,
+        spec,
+        candidate,
+        lower,
+    })
+}
+
+impl CheckPlace<'_> {
+    /// The mode of `path` in the candidate's tree, if it holds it.
+    fn mode_of(&self, project: &Project, path: &str) -> Option<i32> {
+        repo::file_mode_at(&project.repo, self.candidate, path)
+            .ok()
+            .flatten()
+    }
+
+    /// `spec` for a step that runs side by side with others: with an
+    /// overlay checkout, the checkout as it stands after the steps run one
+    /// after another is a read-only layer, and the step writes into an upper
+    /// layer of its own under `scratch` (two overlays may not share one);
+    /// otherwise `spec` as it is.
+    fn side_by_side(&self, spec: &SandboxSpec, scratch: &Path) -> anyhow::Result<SandboxSpec> {
+        let mut spec = spec.clone();
+        if let (Some(layers), Some(lower)) = (spec.layers.as_mut(), self.lower.as_ref()) {
+            let (upper, ovl) = (scratch.join("upper"), scratch.join("upper.ovl"));
+            std::fs::create_dir_all(&upper)?;
+            std::fs::create_dir_all(&ovl)?;
+            layers.lower = vec![self.dir.clone(), lower.dir.clone()];
+            layers.upper = upper;
+            layers.work = ovl;
+        }
+        Ok(spec)
+    }
 }
 
 /// The kinds of step a verification runs, in order.
@@ -193,7 +250,7 @@ pub enum StepKind {
 /// put back as main holds them, and are read-only to every step.
 pub async fn run_checks(
     project: &Project,
-    place: &CheckPlace,
+    place: &CheckPlace<'_>,
     role: Role,
     feature: Option<&Feature>,
     regressions: &[Feature],
@@ -225,7 +282,7 @@ pub async fn run_checks(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runner = &runner;
     let together: Vec<CheckRun> = futures_util::stream::iter(parallel.into_iter().enumerate())
-        .map(|(i, step)| runner.run(index + i, step))
+        .map(|(i, step)| runner.run_beside(index + i, step))
         .buffered(cores)
         .collect()
         .await;
@@ -246,12 +303,16 @@ type Plan = (Option<Step>, Vec<Step>, Vec<Step>);
 /// init.sh; the steps run one after another; the steps run side by side.
 fn plan_steps(
     project: &Project,
-    place: &CheckPlace,
+    place: &CheckPlace<'_>,
     role: Role,
     feature: Option<&Feature>,
     regressions: &[Feature],
 ) -> anyhow::Result<Plan> {
-    let is_file = std::fs::symlink_metadata(place.dir.join("init.sh")).is_ok_and(|m| m.is_file());
+    // From the candidate's tree: an overlay checkout's directory holds only
+    // what differs from main.
+    let is_file = place
+        .mode_of(project, "init.sh")
+        .is_some_and(|m| m == 0o100644 || m == 0o100755);
     let setup = is_file.then(|| Step {
         name: "init.sh".into(),
         command: "./init.sh".into(),
@@ -298,8 +359,12 @@ fn plan_steps(
             }
         }
         Role::Initializer => {
-            let text = std::fs::read_to_string(place.dir.join(features::FILE_NAME));
-            if let Some(list) = text.ok().and_then(|t| FeatureList::parse(&t).ok()) {
+            let text = repo::read_file_at(&project.repo, place.candidate, features::FILE_NAME);
+            if let Some(list) = text
+                .ok()
+                .flatten()
+                .and_then(|t| FeatureList::parse(&t).ok())
+            {
                 // A feature given as passing (`init --features`) must pass
                 // its check to stay passing; the others are FAIL_TO_PASS.
                 for f in &list.features {
@@ -336,24 +401,28 @@ pub fn given_passing_that_fail(runs: &[CheckRun]) -> Vec<String> {
 }
 
 /// Runs steps in one checkout, each with fresh scratch directories.
-struct Runner {
-    dir: PathBuf,
+struct Runner<'a> {
+    place: &'a CheckPlace<'a>,
+    project: &'a Project,
     scratch: PathBuf,
     spec: SandboxSpec,
     timeout: Duration,
 }
 
-impl Runner {
-    fn new(project: &Project, place: &CheckPlace, spec: SandboxSpec) -> anyhow::Result<Runner> {
+impl<'a> Runner<'a> {
+    fn new(
+        project: &'a Project,
+        place: &'a CheckPlace<'a>,
+        spec: SandboxSpec,
+    ) -> anyhow::Result<Runner<'a>> {
         // Beside the checkout, where the session never had access.
         let parent = place.dir.parent().unwrap_or(&place.dir);
         let scratch = parent.join("steps");
-        if std::fs::symlink_metadata(&scratch).is_ok() {
-            std::fs::remove_dir_all(&scratch)?;
-        }
+        crate::fsutil::remove_tree(&scratch)?;
         std::fs::create_dir(&scratch)?;
         Ok(Runner {
-            dir: place.dir.clone(),
+            place,
+            project,
             scratch,
             spec,
             timeout: Duration::from_secs(project.config.checks.timeout_secs),
@@ -371,7 +440,22 @@ impl Runner {
             _ => self.spec.clone(),
         };
         let ran = steps::run(&spec, &scratch, &step.command, self.timeout, &[]).await;
-        let _ = std::fs::remove_dir_all(&scratch);
+        let _ = crate::fsutil::remove_tree(&scratch);
+        self.judged(step, ran)
+    }
+
+    /// [`Runner::run`] for a step run side by side with others.
+    async fn run_beside(&self, index: usize, step: Step) -> CheckRun {
+        let scratch = self.scratch.join(index.to_string());
+        let ran = match self.place.side_by_side(&self.spec, &scratch) {
+            Ok(spec) => steps::run(&spec, &scratch, &step.command, self.timeout, &[]).await,
+            Err(e) => steps::Ran {
+                outcome: Outcome::CannotRun(format!("the harness could not start it: {e:#}")),
+                output_tail: String::new(),
+                network: Vec::new(),
+            },
+        };
+        let _ = crate::fsutil::remove_tree(&scratch);
         self.judged(step, ran)
     }
 
@@ -387,7 +471,7 @@ impl Runner {
         )];
         let ran = steps::run(&self.spec, &scratch, &step.command, self.timeout, &env).await;
         let text = super::suite::read_results(&results);
-        let _ = std::fs::remove_dir_all(&scratch);
+        let _ = crate::fsutil::remove_tree(&scratch);
         let passed = ran.outcome.passed();
         super::suite::regression_runs(regressions, &step.command, passed, &ran.output_tail, &text)
     }
@@ -395,7 +479,11 @@ impl Runner {
     fn judged(&self, step: Step, ran: steps::Ran) -> CheckRun {
         let mut outcome = ran.outcome;
         if !outcome.passed() {
-            if let Some(missing) = missing_program(&self.dir, &step.command) {
+            let exists = |p: &str| {
+                self.place.mode_of(self.project, p).is_some()
+                    || std::fs::symlink_metadata(self.place.dir.join(p)).is_ok()
+            };
+            if let Some(missing) = missing_program(exists, &step.command) {
                 outcome = Outcome::CannotRun(format!("`{missing}` does not exist"));
             }
         }
@@ -412,9 +500,9 @@ impl Runner {
     }
 }
 
-impl Drop for Runner {
+impl Drop for Runner<'_> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.scratch);
+        let _ = crate::fsutil::remove_tree(&self.scratch);
     }
 }
 
@@ -424,8 +512,8 @@ const INTERPRETERS: &[&str] = &[
 ];
 
 /// The program file (or the script an interpreter runs, or a test file) a
-/// check names that is missing from `dir`, if any.
-fn missing_program(dir: &Path, command: &str) -> Option<String> {
+/// check names that does not `exist` (relative to the checkout), if any.
+fn missing_program(exists: impl Fn(&str) -> bool, command: &str) -> Option<String> {
     let words = shlex::split(command)?;
     let first = words.first()?;
     let mut candidates = Vec::new();
@@ -449,7 +537,7 @@ fn missing_program(dir: &Path, command: &str) -> Option<String> {
     );
     candidates.into_iter().find(|p| {
         let p = p.trim_start_matches("./");
-        !p.starts_with('/') && std::fs::symlink_metadata(dir.join(p)).is_err()
+        !p.starts_with('/') && !exists(p)
     })
 }
 

@@ -3,13 +3,18 @@
 //!
 //! Each is a git repository whose objects come from the project's
 //! `.git/objects` through `objects/info/alternates` (read-only in the
-//! sandbox, never hard-linked), with the tree written out into a fresh
+//! sandbox, never hard-linked). Where the sandbox can mount an overlay, the
+//! tree is not written at all: the directory is the overlay's upper layer
+//! over a cached checkout of a commit ([`super::checkout`]), and holds the
+//! `.git` and only what differs from that commit (changed and new entries,
+//! and a whiteout for each one gone), so making it costs what changed, not
+//! what the tree holds. Otherwise the tree is written out into a fresh
 //! directory, each name created with O_EXCL and O_NOFOLLOW beneath a
-//! directory opened without following a symlink. A large verification
+//! directory opened without following a symlink, and a large verification
 //! checkout links the files it holds the same as main from the cached
-//! checkout ([`super::checkout`]) instead of writing them. Once a session
-//! has run in one, the orchestrator never opens it with git again: the work
-//! comes back through `__export` ([`super::import`]).
+//! checkout instead of writing them. Once a session has run in one, the
+//! orchestrator never opens it with git again: the work comes back through
+//! `__export` ([`super::import`]).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -21,7 +26,7 @@ use std::path::Path;
 use anyhow::Context;
 use git2::{Oid, Repository};
 use nix::fcntl::{openat, AtFlags, OFlag};
-use nix::sys::stat::{fchmod, mkdirat, Mode};
+use nix::sys::stat::{fchmod, mkdirat, mknodat, Mode, SFlag};
 use nix::unistd::{linkat, symlinkat};
 
 use crate::fsutil;
@@ -39,7 +44,31 @@ pub enum Head {
 /// Make `dir` (removed first if it exists) a repository at `commit` of the
 /// project, its objects shared read-only through alternates, its tree written out.
 pub fn make(project_git: &Path, dir: &Path, commit: Oid, head: Head) -> anyhow::Result<()> {
-    make_from(project_git, dir, commit, head, None).map(drop)
+    make_from(project_git, dir, commit, head, Fill::Whole).map(drop)
+}
+
+/// [`make`] as the upper layer of an overlay whose lower layer is a
+/// checkout of `lower`: the `.git`, and only what `commit`'s tree holds
+/// otherwise than `lower`'s. Returns how many entries were written
+/// (whiteouts included).
+pub fn make_upper(
+    project_git: &Path,
+    dir: &Path,
+    commit: Oid,
+    head: Head,
+    lower: Oid,
+) -> anyhow::Result<usize> {
+    make_from(project_git, dir, commit, head, Fill::Upper(lower))
+}
+
+/// What a workspace's directory holds besides its `.git`.
+enum Fill<'a, 'c> {
+    /// The whole tree.
+    Whole,
+    /// The whole tree, the files the cached checkout holds the same linked.
+    Linked(&'a Cached<'c>),
+    /// What differs from the tree of this commit.
+    Upper(Oid),
 }
 
 /// A cached checkout of the project at a commit that only the orchestrator
@@ -60,7 +89,7 @@ pub fn make_linked(
     head: Head,
     cached: &Cached,
 ) -> anyhow::Result<usize> {
-    make_from(project_git, dir, commit, head, Some(cached))
+    make_from(project_git, dir, commit, head, Fill::Linked(cached))
 }
 
 fn make_from(
@@ -68,7 +97,7 @@ fn make_from(
     dir: &Path,
     commit: Oid,
     head: Head,
-    cached: Option<&Cached>,
+    fill: Fill,
 ) -> anyhow::Result<usize> {
     fsutil::remove_tree(dir)?;
     let mut opts = git2::RepositoryInitOptions::new();
@@ -103,8 +132,8 @@ fn make_from(
     index.write()?;
     let mut writer = TreeWriter::new(&repo);
     let root = open_dir(None, dir)?;
-    match cached {
-        Some(c) => {
+    match fill {
+        Fill::Linked(c) => {
             let cached_tree = repo.find_commit(c.commit)?.tree()?;
             let cached_root = open_dir(None, c.dir)?;
             writer.fill(
@@ -113,10 +142,16 @@ fn make_from(
                 Some((&cached_tree, &cached_root)),
                 Path::new(""),
             )?;
+            Ok(writer.linked)
         }
-        None => writer.fill(&tree, &root, None, Path::new(""))?,
+        Fill::Whole => writer.fill(&tree, &root, None, Path::new("")).map(|()| 0),
+        Fill::Upper(lower) if lower == commit => Ok(0),
+        Fill::Upper(lower) => {
+            let lower = repo.find_commit(lower)?.tree()?;
+            writer.fill_upper(&tree, &lower, &root, Path::new(""))?;
+            Ok(writer.written)
+        }
     }
-    Ok(writer.linked)
 }
 
 /// Write `commit`'s tree into the empty or missing directory `dir`, files
@@ -149,11 +184,68 @@ fn open_dir(parent: Option<&OwnedFd>, name: &Path) -> anyhow::Result<OwnedFd> {
 struct TreeWriter<'r> {
     repo: &'r Repository,
     linked: usize,
+    /// Entries an upper layer holds.
+    written: usize,
 }
 
 impl<'r> TreeWriter<'r> {
     fn new(repo: &'r Repository) -> TreeWriter<'r> {
-        TreeWriter { repo, linked: 0 }
+        TreeWriter {
+            repo,
+            linked: 0,
+            written: 0,
+        }
+    }
+
+    /// Write into `dir` (an upper layer over a directory holding `lower`)
+    /// what `tree` holds otherwise: a whiteout for each name gone, a
+    /// directory merged with the lower one for each subtree both hold and
+    /// that differs, and each other new or changed entry whole (an upper
+    /// entry of another type hides the lower one, directory included).
+    fn fill_upper(
+        &mut self,
+        tree: &git2::Tree,
+        lower: &git2::Tree,
+        dir: &OwnedFd,
+        prefix: &Path,
+    ) -> anyhow::Result<()> {
+        for gone in lower.iter() {
+            if tree.get_name_bytes(gone.name_bytes()).is_none() {
+                let name = Path::new(OsStr::from_bytes(gone.name_bytes()));
+                whiteout(dir, name)
+                    .with_context(|| format!("cannot hide {}", prefix.join(name).display()))?;
+                self.written += 1;
+            }
+        }
+        for entry in tree.iter() {
+            let was = lower.get_name_bytes(entry.name_bytes());
+            let (mode, was_mode) = (entry.filemode(), was.as_ref().map(|w| w.filemode()));
+            if was.as_ref().is_some_and(|w| w.id() == entry.id()) && was_mode == Some(mode) {
+                continue;
+            }
+            self.written += 1;
+            if mode != 0o040000 || was_mode != Some(0o040000) {
+                self.entry(&entry, dir, None, prefix)?;
+                continue;
+            }
+            let name = Path::new(OsStr::from_bytes(entry.name_bytes()));
+            let path = prefix.join(name);
+            anyhow::ensure!(
+                !crate::rules::is_reserved_name(entry.name_bytes()),
+                "the tree holds the reserved path {}",
+                crate::rules::printable(&path.to_string_lossy())
+            );
+            mkdirat(dir, name, Mode::from_bits_truncate(0o755))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let sub = open_dir(Some(dir), name)?;
+            let (new, old) = (
+                self.repo.find_tree(entry.id())?,
+                self.repo
+                    .find_tree(was.map(|w| w.id()).unwrap_or(entry.id()))?,
+            );
+            self.fill_upper(&new, &old, &sub, &path)?;
+        }
+        Ok(())
     }
 
     /// Write `tree` into `dir`: regular files with their mode, symlinks as
@@ -176,58 +268,77 @@ impl<'r> TreeWriter<'r> {
             })
             .unwrap_or_default();
         for entry in tree.iter() {
-            let name = entry.name_bytes();
-            let path = prefix.join(OsStr::from_bytes(name));
-            anyhow::ensure!(
-                !crate::rules::is_reserved_name(name),
-                "the tree holds the reserved path {}",
-                crate::rules::printable(&path.to_string_lossy())
-            );
-            let name = Path::new(OsStr::from_bytes(name));
-            let cached_as = same.get(name.as_os_str().as_bytes()).copied();
-            let shown = || format!("cannot write {}", path.display());
-            match entry.filemode() {
-                0o040000 => {
-                    mkdirat(dir, name, Mode::from_bits_truncate(0o755)).with_context(shown)?;
-                    let sub = open_dir(Some(dir), name)?;
-                    let subtree = self.repo.find_tree(entry.id())?;
-                    let cached_sub = match (cached_as, cached) {
-                        (Some((id, 0o040000)), Some((_, cached_dir))) => {
-                            open_dir(Some(cached_dir), name)
-                                .ok()
-                                .and_then(|fd| self.repo.find_tree(id).ok().map(|t| (t, fd)))
-                        }
-                        _ => None,
-                    };
-                    let cached_sub = cached_sub.as_ref().map(|(t, fd)| (t, fd));
-                    self.fill(&subtree, &sub, cached_sub, &path)?;
-                }
-                0o160000 => {
-                    mkdirat(dir, name, Mode::from_bits_truncate(0o755)).with_context(shown)?
-                }
-                0o120000 => {
-                    let blob = self.repo.find_blob(entry.id())?;
-                    let target = Path::new(OsStr::from_bytes(blob.content()));
-                    symlinkat(target, dir, name).with_context(shown)?;
-                }
-                mode => {
-                    if cached_as == Some((entry.id(), mode)) {
-                        if let Some((_, cached_dir)) = cached {
-                            let linked = linkat(cached_dir, name, dir, name, AtFlags::empty());
-                            if linked.is_ok() {
-                                self.linked += 1;
-                                continue;
-                            }
-                        }
-                    }
-                    let blob = self.repo.find_blob(entry.id())?;
-                    let perm = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
-                    write_new(dir, name, blob.content(), perm).with_context(shown)?;
-                }
-            }
+            let cached_as = same.get(entry.name_bytes()).copied();
+            self.entry(&entry, dir, cached.zip(cached_as), prefix)?;
         }
         Ok(())
     }
+
+    /// Write one entry of a tree into `dir`; `cached` is the same directory
+    /// of the cached checkout with what it holds at that name.
+    fn entry(
+        &mut self,
+        entry: &git2::TreeEntry,
+        dir: &OwnedFd,
+        cached: Option<((&git2::Tree, &OwnedFd), (Oid, i32))>,
+        prefix: &Path,
+    ) -> anyhow::Result<()> {
+        let name = entry.name_bytes();
+        let path = prefix.join(OsStr::from_bytes(name));
+        anyhow::ensure!(
+            !crate::rules::is_reserved_name(name),
+            "the tree holds the reserved path {}",
+            crate::rules::printable(&path.to_string_lossy())
+        );
+        let name = Path::new(OsStr::from_bytes(name));
+        let shown = || format!("cannot write {}", path.display());
+        match entry.filemode() {
+            0o040000 => {
+                mkdirat(dir, name, Mode::from_bits_truncate(0o755)).with_context(shown)?;
+                let sub = open_dir(Some(dir), name)?;
+                let subtree = self.repo.find_tree(entry.id())?;
+                let cached_sub = match cached {
+                    Some(((_, cached_dir), (id, 0o040000))) => open_dir(Some(cached_dir), name)
+                        .ok()
+                        .and_then(|fd| self.repo.find_tree(id).ok().map(|t| (t, fd))),
+                    _ => None,
+                };
+                let cached_sub = cached_sub.as_ref().map(|(t, fd)| (t, fd));
+                self.fill(&subtree, &sub, cached_sub, &path)
+            }
+            0o160000 => mkdirat(dir, name, Mode::from_bits_truncate(0o755)).with_context(shown),
+            0o120000 => {
+                let blob = self.repo.find_blob(entry.id())?;
+                let target = Path::new(OsStr::from_bytes(blob.content()));
+                symlinkat(target, dir, name).with_context(shown)
+            }
+            mode => {
+                if let Some(((_, cached_dir), same)) = cached {
+                    if same == (entry.id(), mode)
+                        && linkat(cached_dir, name, dir, name, AtFlags::empty()).is_ok()
+                    {
+                        self.linked += 1;
+                        return Ok(());
+                    }
+                }
+                let blob = self.repo.find_blob(entry.id())?;
+                let perm = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+                write_new(dir, name, blob.content(), perm).with_context(shown)
+            }
+        }
+    }
+}
+
+/// An overlay whiteout at `name` in `dir`: a character device 0/0, which
+/// hides the lower layer's entry of that name. Since Linux 5.8 any user may
+/// make one.
+fn whiteout(dir: &OwnedFd, name: &Path) -> nix::Result<()> {
+    mknodat(dir, name, SFlag::S_IFCHR, Mode::empty(), 0)
+}
+
+/// A whiteout at `name` in the directory `dir` the orchestrator made.
+pub fn whiteout_at(dir: &Path, name: &Path) -> anyhow::Result<()> {
+    Ok(whiteout(&open_dir(None, dir)?, name)?)
 }
 
 /// Create the file `name` in `dir` (it must not exist) holding `bytes`.
