@@ -7,5 +7,6 @@ mod broker;
 mod checkout;
 mod checks;
 mod output;
+mod overlay;
 mod reading;
 mod workspace;

@@ -1,4 +1,5 @@
-//! The verification checkout of a large tree links the files it holds the
+//! Where no overlay is mounted (here `[sandbox] overlay = false`), the
+//! verification checkout of a large tree links the files it holds the
 //! same as main from the orchestrator's cached checkout (issue 14, item 2).
 //! Code a session wrote runs in a check there and tries to change those
 //! files in place (append, truncate, chmod, touch, remove, rename): the
@@ -57,6 +58,7 @@ fn project_with_data(by: By) -> Env {
     }
     let toml_path = project.join("longrun.toml");
     let toml = std::fs::read_to_string(&toml_path).unwrap();
+    // Without overlays (`[sandbox] overlay = false`): the linked checkout.
     let commands = format!(
         "[checks]\nlink_unchanged_above = 0\ncommands = ['if [ -f attack.sh ]; then sh attack.sh; fi', '{INTACT}']"
     );
@@ -64,9 +66,11 @@ fn project_with_data(by: By) -> Env {
     let toml = toml
         .replacen("check_rounds = 3", "check_rounds = 0", 1)
         .replacen("commands = []", "", 1)
-        .replacen("[checks]", &commands, 1);
+        .replacen("[checks]", &commands, 1)
+        .replacen("[sandbox]", "[sandbox]\noverlay = false", 1);
     assert!(toml.contains("link_unchanged_above"), "no [checks] table");
     assert!(toml.contains("check_rounds = 0"), "no check_rounds");
+    assert!(toml.contains("overlay = false"), "no [sandbox] table");
     std::fs::write(&toml_path, toml).unwrap();
     env.git(&["add", "-A"]);
     env.git(&[
