@@ -177,6 +177,10 @@ fn open_dir(parent: Option<&OwnedFd>, name: &Path) -> anyhow::Result<OwnedFd> {
     .with_context(|| format!("cannot open the directory {}", name.display()))
 }
 
+/// The same directory of the cached checkout (its tree and descriptor), and
+/// what it holds at one name (blob or tree id, mode).
+type CachedEntry<'t> = ((&'t git2::Tree<'t>, &'t OwnedFd), (Oid, i32));
+
 /// Writes a tree into a fresh directory one directory descriptor at a
 /// time: each name is created with O_EXCL and O_NOFOLLOW beneath a
 /// directory opened without following a symlink, so nothing already
@@ -280,7 +284,7 @@ impl<'r> TreeWriter<'r> {
         &mut self,
         entry: &git2::TreeEntry,
         dir: &OwnedFd,
-        cached: Option<((&git2::Tree, &OwnedFd), (Oid, i32))>,
+        cached: Option<CachedEntry>,
         prefix: &Path,
     ) -> anyhow::Result<()> {
         let name = entry.name_bytes();
