@@ -21,18 +21,19 @@ use crate::sandbox::SandboxSpec;
 pub const DURING: &str = "init.sh before the session";
 
 /// Run `init.sh` in the workspace of `spec` with the network `init.sh` is
-/// given, when that is wider than the worker's; the hosts it asked for go
-/// to the transcript.
+/// given, when that is wider than the worker's and the session's base
+/// holds an `init.sh` file (`init_sh`: from git, since an overlay
+/// workspace's directory holds only what differs); the hosts it asked for
+/// go to the transcript.
 pub async fn install(
     spec: &SandboxSpec,
+    init_sh: bool,
     session_dir: &Path,
     timeout: Duration,
     transcript: &mut Transcript,
 ) -> anyhow::Result<()> {
     let profile = spec.profile.for_init_script();
-    let script = spec.workspace.join("init.sh");
-    let is_file = std::fs::symlink_metadata(&script).is_ok_and(|m| m.is_file());
-    if profile.network == spec.profile.network || !is_file {
+    if profile.network == spec.profile.network || !init_sh {
         return Ok(());
     }
     let spec = SandboxSpec {

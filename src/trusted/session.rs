@@ -140,7 +140,11 @@ pub async fn run_session(
     let config_path = dir.join("worker.json");
     crate::fsutil::write_atomic(&config_path, &serde_json::to_vec_pretty(&config)?)?;
     let check_time = Duration::from_secs(project.config.checks.timeout_secs);
-    super::dependencies::install(&spec, &dir, check_time, &mut transcript).await?;
+    let init_sh = repo::file_mode_at(&project.repo, base, "init.sh")
+        .ok()
+        .flatten()
+        .is_some_and(|m| m == 0o100644 || m == 0o100755);
+    super::dependencies::install(&spec, init_sh, &dir, check_time, &mut transcript).await?;
 
     let launch = Launch {
         number: plan.number,
