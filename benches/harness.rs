@@ -112,6 +112,7 @@ fn run_context_session(workspace: &Path, steps: u32, settings: &HarnessSettings)
         checks: None,
         files_to_change: &[],
         refocus: None,
+        attempt: None,
     };
     let budget = Budget::new(BudgetSection {
         steps,

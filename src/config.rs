@@ -12,7 +12,7 @@ use crate::error::bad_input;
 mod harness;
 mod notify;
 mod review;
-pub use harness::{EditFormat, HarnessSettings};
+pub use harness::{EditFormat, HarnessSettings, DEFAULT_RETRY_TEMPERATURE};
 pub use notify::NotifySection;
 pub use review::{ReviewMode, ReviewSection};
 
@@ -429,6 +429,14 @@ impl Config {
                 )));
             }
         }
+        if let Some(t) = config.harness.retry_temperature {
+            if !(0.0..=2.0).contains(&t) {
+                return Err(bad_input(format!(
+                    "{}: [harness] retry_temperature = {t} is out of range; use a value from 0 to 2 (0.8 suits small local models), or remove it",
+                    origin.display()
+                )));
+            }
+        }
         for (field, patterns) in [
             ("protected", &config.run.protected),
             ("frozen", &config.run.frozen),
@@ -492,4 +500,23 @@ impl Config {
 
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_temperature_out_of_range_names_the_field_and_the_range() {
+        let path = Path::new("/p/longrun.toml");
+        let err = Config::parse("[harness]\nretry_temperature = 3.5\n", path).unwrap_err();
+        assert!(
+            format!("{err:#}").contains(
+                "/p/longrun.toml: [harness] retry_temperature = 3.5 is out of range; use a value from 0 to 2"
+            ),
+            "{err:#}"
+        );
+        let ok = Config::parse("[harness]\nretry_temperature = 0.8\n", path).unwrap();
+        assert_eq!(ok.harness.retry_temperature, Some(0.8));
+    }
 }

@@ -47,7 +47,18 @@ pub struct HarnessSettings {
     /// and stop), off for the rest (they do their own bookkeeping, and a
     /// commit in the middle of their work would surprise them).
     pub commit_when_passing: Option<bool>,
+    /// Whole-file sessions: once an attempt leaves the feature's check
+    /// failing, the conversation starts again from the files and what the
+    /// best attempt so far failed, and the next answer is sampled at this
+    /// temperature, so that a small model writes a different file instead
+    /// of the same one again (at its usual temperature it copies what it
+    /// wrote). Unset: [`DEFAULT_RETRY_TEMPERATURE`] for a local model
+    /// family, else off (the conversation goes on as usual).
+    pub retry_temperature: Option<f64>,
 }
+
+/// The temperature of a local model's later attempts when longrun.toml sets none.
+pub const DEFAULT_RETRY_TEMPERATURE: f64 = 0.8;
 
 /// How the model changes files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +89,7 @@ impl Default for HarnessSettings {
             text_calls: None,
             check_after_edit: true,
             commit_when_passing: None,
+            retry_temperature: None,
         }
     }
 }

@@ -42,7 +42,14 @@ pub struct Harness<'a> {
     /// failing check said, when the model keeps running the check instead of
     /// writing code (None: no file to write).
     pub refocus: Option<&'a Refocus<'a>>,
+    /// Whole-file sessions with a `[harness] retry_temperature`: the
+    /// message the next attempt starts from, given what the best attempt's
+    /// check said and the attempt's number (None: no file to write).
+    pub attempt: Option<&'a Attempt<'a>>,
 }
+
+/// Makes the message a whole-file session's next attempt starts from.
+pub type Attempt<'a> = dyn Fn(&str, u32) -> Option<String> + 'a;
 
 /// Makes the message a whole-file session starts again from, given what
 /// its failing check said; None when there is no file to write.
@@ -95,6 +102,10 @@ pub struct AgentLoop<'a> {
     idle_turns: u32,
     /// Times the conversation was started again from the files (at most [`MAX_REFOCUS`]).
     refocused: u32,
+    /// Attempts started again after one left the check failing.
+    attempts: u32,
+    /// The temperature of this loop's requests, once it is not the configured one.
+    temperature: Option<f64>,
 }
 
 /// Fresh starts a whole-file session gets when its model keeps changing
@@ -185,6 +196,8 @@ impl<'a> AgentLoop<'a> {
             edit_check,
             idle_turns: 0,
             refocused: 0,
+            attempts: 0,
+            temperature: None,
         }
     }
 
@@ -295,7 +308,9 @@ impl<'a> AgentLoop<'a> {
         let mut retried = false;
         loop {
             let bytes = self.conversation.request_bytes();
-            match self.ask(link, self.conversation.request())? {
+            let mut request = self.conversation.request();
+            request.temperature = self.temperature;
+            match self.ask(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {
                     self.conversation
                         .calibrate(bytes, response.usage.input_tokens);
@@ -498,6 +513,9 @@ impl<'a> AgentLoop<'a> {
         }
         self.conversation.stub_old_results();
         let changed = self.check_after_edit();
+        if let Some(first) = self.next_attempt(calls) {
+            return self.start_attempt(link, first);
+        }
         if let Some(first) = self.stuck(changed) {
             return self.refocus(link, first);
         }
@@ -557,6 +575,46 @@ impl<'a> AgentLoop<'a> {
             }
             None => false,
         }
+    }
+
+    /// Whole-file sessions with a retry temperature: a turn that wrote a
+    /// file and left the check failing (or wrote the same file again) ends
+    /// the attempt; the next starts from the files and the best attempt's
+    /// failures. Returns that message.
+    fn next_attempt(&self, calls: &[ToolCall]) -> Option<String> {
+        let attempt = self.harness.attempt?;
+        let edit_check = self.edit_check.as_ref()?;
+        let wrote = calls
+            .iter()
+            .any(|c| matches!(c.name.as_str(), "write_file" | "edit_file"));
+        if self.subagent || !wrote || !edit_check.failing() {
+            return None;
+        }
+        attempt(edit_check.best_failing()?, self.attempts + 2)
+    }
+
+    /// Start the next attempt from `first`, sampled at the retry temperature.
+    fn start_attempt(&mut self, link: &mut WorkerLink, first: String) -> anyhow::Result<Flow> {
+        self.attempts += 1;
+        self.idle_turns = 0;
+        self.loops.reset();
+        self.temperature = self.harness.settings.retry_temperature;
+        let at = self
+            .temperature
+            .map(|t| format!(", sampled at temperature {t}"))
+            .unwrap_or_default();
+        self.event(
+            link,
+            SessionEvent::Notice {
+                text: format!(
+                    "attempt {}: the last one left the check failing; the conversation starts again \
+                     from the files and the best attempt's failures{at}",
+                    self.attempts + 1
+                ),
+            },
+        )?;
+        self.conversation.restart(first);
+        Ok(Flow::Continue)
     }
 
     /// Whole-file sessions: the second turn in a row that changed no file

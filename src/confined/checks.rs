@@ -237,11 +237,11 @@ pub fn summary(failed: &[&CheckOutcome], round: u32, rounds: u32) -> String {
 static TEST_NAME_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         r"^test (\S+) \.\.\. FAILED",                 // cargo test
-        r"^FAILED (\S+?)(?: - |$)",                   // pytest
-        r"^\s*--- FAIL: (\S+)",                       // go test
+        r"^FAILED ([^\s(]\S*?)(?: - |$)", // pytest, not unittest's `FAILED (failures=1)`
+        r"^\s*--- FAIL: (\S+)",           // go test
         r"^\s*(?:✕|×|✖) (.+?)(?: \([\d.]+ ?m?s\))?$", // jest, vitest, node --test
-        r"^(?:FAIL|ERROR): (\S+) \(",                 // python -m unittest
-        r"^not ok \d+ - (.+)$",                       // TAP
+        r"^(?:FAIL|ERROR): (\S+) \(",     // python -m unittest
+        r"^not ok \d+ - (.+)$",           // TAP
     ]
     .iter()
     .filter_map(|p| Regex::new(p).ok())
@@ -267,15 +267,81 @@ pub fn failing_tests(output: &str) -> Vec<String> {
     names
 }
 
+/// The failing tests, each with why when the runner says it on a line of
+/// its own (Python's unittest: the last line of the test's traceback), as
+/// `name: why` (why cut to a line), else the bare names.
+pub fn failing_tests_with_reasons(output: &str) -> Vec<String> {
+    let reasons = unittest_reasons(output);
+    failing_tests(output)
+        .into_iter()
+        .map(|name| match reasons.iter().find(|(n, _)| *n == name) {
+            Some((_, why)) => format!("{name}: {}", crate::view::text::truncate(why, 160)),
+            None => name,
+        })
+        .collect()
+}
+
+/// unittest's `FAIL: name (...)` / `ERROR: name (...)` blocks: each name and
+/// the last non-empty line before the block's end (the exception).
+fn unittest_reasons(output: &str) -> Vec<(String, String)> {
+    static HEAD: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"^(?:FAIL|ERROR): (\S+) \(").ok());
+    let Some(head) = HEAD.as_ref() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in output.lines() {
+        if let Some(c) = head.captures(line) {
+            found.extend(current.take());
+            current = Some((c[1].to_string(), String::new()));
+        } else if line.starts_with("======") || line.starts_with("Ran ") {
+            found.extend(current.take());
+        } else if let Some((_, why)) = current.as_mut() {
+            if !line.trim().is_empty() && !line.starts_with("------") {
+                *why = line.trim().to_string();
+            }
+        }
+    }
+    found.extend(current);
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn unittest_failures_come_with_the_last_line_of_their_traceback() {
+        let out = "test_a ... ok\ntest_b ... FAIL\ntest_c ... ERROR\n\
+            ======================================================================\n\
+            FAIL: test_b (t.T.test_b)\n\
+            ----------------------------------------------------------------------\n\
+            Traceback (most recent call last):\n  File \"t.py\", line 9, in test_b\n    self.assertEqual(f(1), 2)\n\
+            AssertionError: 3 != 2\n\n\
+            ======================================================================\n\
+            ERROR: test_c (t.T.test_c)\n\
+            ----------------------------------------------------------------------\n\
+            Traceback (most recent call last):\n  File \"t.py\", line 12, in test_c\n\
+            ValueError: invalid literal for int() with base 10: '1h'\n\n\
+            ----------------------------------------------------------------------\n\
+            Ran 3 tests in 0.001s\n\nFAILED (failures=1, errors=1)\n";
+        assert_eq!(
+            failing_tests_with_reasons(out),
+            [
+                "test_b: AssertionError: 3 != 2",
+                "test_c: ValueError: invalid literal for int() with base 10: '1h'"
+            ]
+        );
+        let cargo = "test a::two ... FAILED\n";
+        assert_eq!(failing_tests_with_reasons(cargo), ["a::two"]);
+    }
+
+    #[test]
     fn failing_test_names_are_found_in_common_runners() {
         let out = "running 3 tests\ntest a::one ... ok\ntest a::two ... FAILED\n\
                    FAILED tests/test_x.py::test_y - AssertionError\n--- FAIL: TestZ (0.00s)\n  ✕ adds numbers (3 ms)\n\
-                   not ok 4 - parses input\ntest a::two ... FAILED\n";
+                   not ok 4 - parses input\ntest a::two ... FAILED\nFAILED (failures=1, errors=2)\n";
         assert_eq!(
             failing_tests(out),
             [

@@ -67,6 +67,7 @@ impl Conversation {
             system: self.system.clone(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
+            temperature: None,
         }
     }
 

@@ -54,6 +54,8 @@ struct Best {
     counts: Option<Counts>,
     tree: Oid,
     step: u32,
+    /// What its check said ([`failing_summary`]).
+    summary: String,
 }
 
 /// One check run on one state.
@@ -109,6 +111,7 @@ impl EditCheck {
                     counts,
                     tree,
                     step,
+                    summary: failing_summary(&outcome),
                 });
             }
         }
@@ -128,6 +131,19 @@ impl EditCheck {
         }
         let message = report(&outcome, counts, score, before.as_ref(), committed);
         Some(message)
+    }
+
+    /// Whether the check failed on the state last looked at.
+    pub fn failing(&self) -> bool {
+        self.last.as_ref().is_some_and(|c| !c.score.passed)
+    }
+
+    /// What the check said on the best state so far, when it failed there.
+    pub fn best_failing(&self) -> Option<&str> {
+        self.best
+            .as_ref()
+            .filter(|b| !b.score.passed)
+            .map(|b| b.summary.as_str())
     }
 
     /// The check passes: the feature marked done and the work committed by
@@ -224,9 +240,9 @@ fn report(
         return text;
     }
     text.push_str(&format!("it fails ({}).", describe(score, counts)));
-    let failing = checks::failing_tests(&outcome.output);
+    let failing = checks::failing_tests_with_reasons(&outcome.output);
     if !failing.is_empty() {
-        text.push_str(&format!(" Failing tests: {}.", failing.join(", ")));
+        text.push_str(&format!(" Failing tests: {}.", failing.join("; ")));
     }
     match best {
         Some(b) if score < b.score => text.push_str(&format!(
@@ -251,9 +267,9 @@ fn report(
 pub fn failing_summary(outcome: &CheckOutcome) -> String {
     let counts = counts(&outcome.output);
     let mut text = format!("it fails ({})", describe(score(outcome, counts), counts));
-    let failing = checks::failing_tests(&outcome.output);
+    let failing = checks::failing_tests_with_reasons(&outcome.output);
     if !failing.is_empty() {
-        text.push_str(&format!("; failing tests: {}", failing.join(", ")));
+        text.push_str(&format!("; failing tests: {}", failing.join("; ")));
     }
     let tail = crate::progress::tail(&outcome.output, TAIL_LINES);
     text.push_str(&format!(". Its last lines:\n```\n{tail}\n```"));

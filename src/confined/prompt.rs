@@ -257,10 +257,6 @@ pub fn refocus_message(
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    let description = serde_json::from_str::<serde_json::Value>(&feature.json)
-        .ok()
-        .and_then(|v| v["description"].as_str().map(str::to_string))
-        .unwrap_or_else(|| feature.json.clone());
     Some(format!(
         "[harness] Starting again from here: your last turns changed no file, and only new code will change the check's result.\n\n\
          Your feature `{id}`: {description}\n\n{files_now}\
@@ -268,9 +264,62 @@ pub fn refocus_message(
          Reply now with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
          Write the whole file, no tool call and no command: the harness writes it and runs the check.",
         id = feature.id,
+        description = description(feature),
         files_now = named_files(config, feature, workspace),
         check = feature.check.as_deref().unwrap_or(""),
     ))
+}
+
+/// The files the feature names, as the session found them, for
+/// [`attempt_message`] (empty without a feature).
+pub fn files_at_start(config: &WorkerConfig, workspace: &Path) -> String {
+    config
+        .feature
+        .as_ref()
+        .map(|f| named_files(config, f, workspace))
+        .unwrap_or_default()
+}
+
+/// The message a whole-file session's next attempt starts from, once an
+/// attempt left the check failing: the assignment, the files as the session
+/// found them (not the last attempt: shown its own file, a small model
+/// writes it again), what the best attempt so far failed, and a request for
+/// a different file. None without a feature or a file to write.
+/// `at_start`: [`files_at_start`]; `files`: the session's [`files_to_change`].
+pub fn attempt_message(
+    config: &WorkerConfig,
+    at_start: &str,
+    files: &[String],
+    best_failing: &str,
+    attempt: u32,
+) -> Option<String> {
+    let feature = config.feature.as_ref()?;
+    if files.is_empty() {
+        return None;
+    }
+    let names = files
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(format!(
+        "[harness] Attempt {attempt}. Your feature `{id}`: {description}\n\n{at_start}\
+         An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {best_failing}\n\n\
+         Write a new {names} that makes every test pass, taking a different approach from the earlier attempts. \
+         Reply with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
+         The harness writes it, runs the check and keeps the best attempt.",
+        id = feature.id,
+        description = description(feature),
+        check = feature.check.as_deref().unwrap_or(""),
+    ))
+}
+
+/// The feature's description, or its whole JSON when it has none.
+fn description(feature: &crate::protocol::FeatureBrief) -> String {
+    serde_json::from_str::<serde_json::Value>(&feature.json)
+        .ok()
+        .and_then(|v| v["description"].as_str().map(str::to_string))
+        .unwrap_or_else(|| feature.json.clone())
 }
 
 /// The first user message: the assignment, the recent history, the notes and

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::agent::{Harness, Refocus};
+use super::agent::{Attempt, Harness, Refocus};
 use super::checks::SessionChecks;
 use super::edit_check::failing_summary;
 use super::{prompt, skills, AgentLoop, Budget};
@@ -106,6 +106,13 @@ fn run_agent(
         .map(|o| failing_summary(&o));
     let refocus =
         |failing: &str| prompt::refocus_message(config, &ctx.workspace, &files_to_change, failing);
+    // And once an attempt leaves the check failing, it starts again from the
+    // files as they were, sampled at the retry temperature.
+    let at_start = prompt::files_at_start(config, &ctx.workspace);
+    let attempt = |failing: &str, n: u32| {
+        prompt::attempt_message(config, &at_start, &files_to_change, failing, n)
+    };
+    let retries = whole_file && config.harness.retry_temperature.is_some();
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
@@ -115,6 +122,7 @@ fn run_agent(
         checks: Some(&checks),
         files_to_change: &files_to_change,
         refocus: whole_file.then_some(&refocus as &Refocus),
+        attempt: retries.then_some(&attempt as &Attempt),
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
     let first = prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref());

@@ -62,7 +62,7 @@ impl WireFormat for AnthropicFormat {
             }
             body["tools"] = json!(tools);
         }
-        if let Some(t) = settings.temperature {
+        if let Some(t) = request.temperature(settings.temperature, 1.0) {
             body["temperature"] = json!(t);
         }
         body

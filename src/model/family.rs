@@ -194,6 +194,9 @@ impl Profile {
             edit_format: harness.edit_format.or(profile.map(|p| p.edit_format)),
             text_calls: harness.text_calls.or(profile.map(|p| p.text_calls)),
             commit_when_passing: harness.commit_when_passing.or(profile.map(|_| true)),
+            retry_temperature: harness
+                .retry_temperature
+                .or(profile.map(|_| crate::config::DEFAULT_RETRY_TEMPERATURE)),
             ..harness.clone()
         }
     }
@@ -264,16 +267,18 @@ mod tests {
         assert_eq!(unset.context_window, 32_768);
         assert_eq!(unset.edit_format, Some(EditFormat::WholeFile));
         assert_eq!(unset.text_calls, Some(true));
+        assert_eq!(unset.retry_temperature, Some(0.8));
         let set = HarnessSettings {
             context_window: 16_000,
             edit_format: Some(EditFormat::Tools),
+            retry_temperature: Some(0.5),
             ..HarnessSettings::default()
         };
         let model = ModelSection::default();
         let kept = Profile::harness(Some(&p), &model, &set);
         assert_eq!(
-            (kept.context_window, kept.edit_format),
-            (16_000, Some(EditFormat::Tools))
+            (kept.context_window, kept.edit_format, kept.retry_temperature),
+            (16_000, Some(EditFormat::Tools), Some(0.5))
         );
         let model = ModelSection {
             context_window: Some(8_000),

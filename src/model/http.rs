@@ -278,6 +278,7 @@ impl Provider for HttpProvider {
                 content: "Reply with the word ok.".into(),
             }],
             tools: Vec::new(),
+            temperature: None,
         };
         let stream = self.streaming.load(Ordering::Relaxed);
         match self.try_once(&request, stream).await {

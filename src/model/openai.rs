@@ -60,7 +60,7 @@ impl WireFormat for OpenaiFormat {
             };
             body[field] = json!(max);
         }
-        if let Some(t) = settings.temperature {
+        if let Some(t) = request.temperature(settings.temperature, 2.0) {
             body["temperature"] = json!(t);
         }
         body
@@ -444,6 +444,7 @@ mod tests {
                 description: "run".into(),
                 parameters: json!({"type": "object"}),
             }],
+            temperature: None,
         };
         let body = messages(&request);
         let roles: Vec<&str> = body.iter().map(|m| m["role"].as_str().unwrap()).collect();

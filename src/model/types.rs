@@ -52,6 +52,22 @@ pub struct ChatRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// This request's sampling temperature, in place of the configured one
+    /// (a whole-file session's later attempts: `[harness] retry_temperature`).
+    /// The orchestrator keeps it within what the provider takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+}
+
+impl ChatRequest {
+    /// The temperature to send: the request's own, kept within `0..=max`
+    /// (ignored when it is not a number), else the configured one.
+    pub fn temperature(&self, configured: Option<f64>, max: f64) -> Option<f64> {
+        self.temperature
+            .filter(|t| t.is_finite())
+            .map(|t| t.clamp(0.0, max))
+            .or(configured)
+    }
 }
 
 /// Token counts of one request, as the provider reported them.
@@ -86,4 +102,30 @@ pub struct ChatResponse {
     /// Cost of this request in US dollars, when the price is known.
     #[serde(default)]
     pub cost_usd: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_temperature_stays_within_the_provider_range_and_falls_back_to_the_configured_one()
+    {
+        let mut request = ChatRequest {
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            temperature: None,
+        };
+        assert_eq!(request.temperature(Some(0.2), 2.0), Some(0.2));
+        assert_eq!(request.temperature(None, 2.0), None);
+        request.temperature = Some(0.8);
+        assert_eq!(request.temperature(Some(0.2), 2.0), Some(0.8));
+        request.temperature = Some(7.0);
+        assert_eq!(request.temperature(None, 1.0), Some(1.0));
+        request.temperature = Some(-1.0);
+        assert_eq!(request.temperature(None, 2.0), Some(0.0));
+        request.temperature = Some(f64::NAN);
+        assert_eq!(request.temperature(Some(0.2), 2.0), Some(0.2));
+    }
 }

@@ -104,6 +104,7 @@ pub async fn review(
         system: SYSTEM.to_string(),
         messages: vec![Message::User { content }],
         tools: Vec::new(),
+        temperature: None,
     };
     let model = reviewer.describe();
     // The reviewer's own conversation: its first and only request.

@@ -374,6 +374,7 @@ mod tests {
                 system: String::new(),
                 messages,
                 tools: Vec::new(),
+                temperature: None,
             },
             model: None,
         }

@@ -422,6 +422,103 @@ fn a_whole_file_model_that_keeps_committing_nothing_starts_again_from_the_files(
     starts_again_from_the_files([commit, look]);
 }
 
+#[test]
+fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_best_failures_sampled_hotter(
+) {
+    // Qwen2.5-Coder 1.5B, shown its own failing file and told what failed,
+    // writes the same file again at temperature 0: each later attempt starts
+    // from the files as they were and what the best attempt failed, sampled
+    // at `[harness] retry_temperature`.
+    let env = Env::new();
+    let test = "import unittest\nbody = open('m.py').read()\n\n\
+                class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
+                \x20   def test_b(self):\n        self.assertIn('b', body)\n\n\
+                unittest.main()\n";
+    let check = "python3 t.py";
+    let init = one_file_feature(
+        "Make m.py say a and b",
+        check,
+        &[("m.py", "pass\n"), ("t.py", test)],
+    );
+    let worker = json!([
+        done("m.py\n```python\nprint('a')\n```\n"),
+        done("m.py\n```python\nprint('x')\n```\n"),
+        done("m.py\n```python\nprint('a b')\n```\n"),
+        done("Done.")
+    ]);
+    let model = env.model(json!({"1": init, "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    let toml = toml
+        .replacen(
+            "# edit_format = \"tools\"",
+            "edit_format = \"whole-file\"",
+            1,
+        )
+        .replacen(
+            "# commit_when_passing = true",
+            "commit_when_passing = true",
+            1,
+        )
+        .replacen("# retry_temperature = 0.8", "retry_temperature = 0.8", 1);
+    std::fs::write(&path, toml).unwrap();
+    env.git(&["commit", "-qam", "whole-file with retries"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    assert!(
+        requests[0].get("temperature").is_none(),
+        "the first attempt at the configured temperature"
+    );
+    for (n, request) in requests[1..3].iter().enumerate() {
+        assert_eq!(request["temperature"], 0.8, "{request:#}");
+        let m = messages(request);
+        assert_eq!(m.len(), 1, "each attempt starts afresh: {m:#?}");
+        let text = m[0]["content"].as_str().unwrap();
+        let head = format!(
+            "[harness] Attempt {}. Your feature `F001`: Make m.py say a and b",
+            n + 2
+        );
+        assert!(text.starts_with(&head), "{text}");
+        // The files as the session found them, not the attempt.
+        assert!(text.contains("m.py\n```\npass\n```"), "{text}");
+        assert!(!text.contains("m.py\n```\nprint"), "{text}");
+        // The best attempt's failures: 1 of 2, even after the worse second one.
+        assert!(
+            text.contains(
+                "Its check `python3 t.py`, on the best attempt so far: it fails (1 of 2 tests passing); failing tests: test_b: AssertionError: 'b' not found in \"print('a')\\n\""
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("taking a different approach from the earlier attempts"),
+            "{text}"
+        );
+    }
+    let notices: Vec<String> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "notice")
+        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        notices.iter().any(|n| n.starts_with(
+            "attempt 2: the last one left the check failing; the conversation starts again from the files and the best attempt's failures, sampled at temperature 0.8"
+        )),
+        "{notices:#?}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('a b')",
+        "the passing attempt is on main"
+    );
+}
+
 /// A whole-file session whose model spends two turns on `idle` (changing
 /// nothing), is started again from the files, and then writes m.py.
 fn starts_again_from_the_files(idle: [String; 2]) {
