@@ -277,7 +277,11 @@ mod tests {
         let model = ModelSection::default();
         let kept = Profile::harness(Some(&p), &model, &set);
         assert_eq!(
-            (kept.context_window, kept.edit_format, kept.retry_temperature),
+            (
+                kept.context_window,
+                kept.edit_format,
+                kept.retry_temperature
+            ),
             (16_000, Some(EditFormat::Tools), Some(0.5))
         );
         let model = ModelSection {
