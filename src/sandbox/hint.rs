@@ -17,9 +17,23 @@ const DENIALS: &[&str] = &[
     "EROFS",
 ];
 
-/// The hint to add to a failed tool result whose `output` reports EACCES or
-/// EPERM, for a session confined by `profile`; None when it reports neither.
+/// Words in a tool's output that say EXDEV: in an overlay workspace, a
+/// directory that came with the checkout cannot be renamed in place
+/// (overlayfs without redirects, the only kind a user namespace may mount).
+const CROSS_DEVICE: &[&str] = &["Invalid cross-device link", "os error 18", "EXDEV"];
+
+/// The hint to add to a failed tool result whose `output` reports EACCES,
+/// EPERM or EXDEV, for a session confined by `profile`; None when it
+/// reports none of them.
 pub fn denial_hint(profile: &Profile, output: &str) -> Option<String> {
+    if CROSS_DEVICE.iter().any(|d| output.contains(d)) {
+        return Some(
+            "[sandbox: the workspace is an overlay on the project's checkout, and a directory that came with \
+             the checkout cannot be renamed in place (EXDEV). `mv` copies instead; otherwise copy and remove \
+             (`cp -a OLD NEW && rm -r OLD`), then `git add -A`.]"
+                .to_string(),
+        );
+    }
     if !DENIALS.iter().any(|d| output.contains(d)) {
         return None;
     }
@@ -52,6 +66,12 @@ mod tests {
             "{hint}"
         );
         assert_eq!(denial_hint(&p, "error: no such file"), None);
+        let moved = denial_hint(
+            &p,
+            "fatal: renaming 'src' failed: Invalid cross-device link",
+        )
+        .unwrap();
+        assert!(moved.contains("cp -a OLD NEW && rm -r OLD"), "{moved}");
         let lo = Profile::bundled("loopback").unwrap();
         let hint = denial_hint(&lo, "connect: Operation not permitted").unwrap();
         assert!(hint.contains("loopback"), "{hint}");

@@ -788,3 +788,47 @@ fn a_call_whose_json_is_broken_is_sent_back_not_taken_for_done() {
         "then the nudge, then the check rounds"
     );
 }
+
+#[test]
+fn renaming_a_directory_from_the_checkout_gets_a_hint_and_mv_still_moves_it() {
+    // An overlay workspace cannot rename a directory of its lower layer in
+    // place (EXDEV): `git mv` fails and is told what works; `mv` copies.
+    let env = Env::new();
+    let init = one_file_feature(
+        "Move lib to pkg",
+        "test -f pkg/m.py && test ! -e lib",
+        &[("lib/m.py", "x = 1\n")],
+    );
+    let worker = json!([
+        turn(vec![bash("git mv lib pkg")]),
+        turn(vec![bash(
+            "mv lib pkg && git add -A && git commit -qm moved"
+        )]),
+        done("stop")
+    ]);
+    let model = env.model(json!({"1": init, "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.code().is_some(), "{}", text(&out));
+    let requests = env.requests(2);
+    let result = |n: usize| {
+        messages(&requests[n])
+            .iter()
+            .rfind(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = result(1);
+    assert!(first.contains("Invalid cross-device link"), "{first}");
+    assert!(
+        first.contains("[sandbox: the workspace is an overlay on the project's checkout"),
+        "{first}"
+    );
+    // `mv` copies, and the move is what the session left.
+    let ref_files = env.git(&["ls-tree", "-r", "--name-only", "refs/longrun/sessions/0002"]);
+    assert!(ref_files.contains("pkg/m.py"), "{ref_files}");
+    assert!(!ref_files.contains("lib/m.py"), "{ref_files}");
+}
