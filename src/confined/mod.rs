@@ -13,6 +13,7 @@ mod context;
 mod edit_check;
 mod export;
 mod finish;
+mod index_stat;
 mod loops;
 mod prompt;
 mod skills;

@@ -48,6 +48,10 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         workspace: config.sandbox.workspace.clone(),
         tmp: config.sandbox.tmp.clone(),
     };
+    // Before anything reads the files through git: see `index_stat`.
+    if let Err(e) = super::index_stat::fill(&ctx.workspace) {
+        eprintln!("longrun worker: the index keeps no stat data: {e:#}");
+    }
     let init_report = run_init_script(&mut link, &ctx)?;
     let report = run_agent(&config, &ctx, &init_report, &mut link);
     link.send(&WorkerMessage::Finished { report })
