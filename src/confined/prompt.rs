@@ -252,11 +252,7 @@ pub fn refocus_message(
     if files.is_empty() {
         return None;
     }
-    let names = files
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names = quoted(files);
     Some(format!(
         "[harness] Starting again from here: your last turns changed no file, and only new code will change the check's result.\n\n\
          Your feature `{id}`: {description}\n\n{files_now}\
@@ -297,11 +293,7 @@ pub fn attempt_message(
     if files.is_empty() {
         return None;
     }
-    let names = files
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names = quoted(files);
     Some(format!(
         "[harness] Attempt {attempt}. Your feature `{id}`: {description}\n\n{at_start}\
          An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {best_failing}\n\n\
@@ -312,6 +304,15 @@ pub fn attempt_message(
         description = description(feature),
         check = feature.check.as_deref().unwrap_or(""),
     ))
+}
+
+/// `a`, `b`: file names as the messages name them.
+fn quoted(files: &[String]) -> String {
+    files
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The feature's description, or its whole JSON when it has none.

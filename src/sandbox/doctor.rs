@@ -221,18 +221,7 @@ fn probe(profile: &Profile) -> anyhow::Result<()> {
     for d in [&work, &tmp, &home] {
         std::fs::create_dir(d)?;
     }
-    let spec = SandboxSpec {
-        profile: profile.clone(),
-        workspace: work,
-        tmp,
-        home,
-        read_only: Vec::new(),
-        writable: Vec::new(),
-        read_only_inside: Vec::new(),
-        read_only_links: false,
-        layers: None,
-        keep_fds: Vec::new(),
-    };
+    let spec = SandboxSpec::new(profile.clone(), work, tmp, home);
     let out = super::command(&spec, &["/bin/true".to_string()])?.output()?;
     if out.status.success() {
         return Ok(());

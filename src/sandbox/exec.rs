@@ -79,18 +79,7 @@ fn sandbox_spec(args: &SandboxCmd) -> anyhow::Result<SandboxSpec> {
     std::env::set_current_dir(&workspace)
         .with_context(|| format!("cannot enter {}", workspace.display()))?;
     let (tmp, home) = private_dirs()?;
-    Ok(SandboxSpec {
-        profile,
-        workspace,
-        tmp,
-        home,
-        read_only: Vec::new(),
-        writable: Vec::new(),
-        read_only_inside: Vec::new(),
-        read_only_links: false,
-        layers: None,
-        keep_fds: Vec::new(),
-    })
+    Ok(SandboxSpec::new(profile, workspace, tmp, home))
 }
 
 /// The private TMPDIR and HOME of `longrun sandbox`: one pair per user,

@@ -72,6 +72,23 @@ pub struct Layers {
 }
 
 impl SandboxSpec {
+    /// A workspace, tmp and home under `profile`, and nothing else: no
+    /// extra paths, no layers, no descriptors kept.
+    pub fn new(profile: Profile, workspace: PathBuf, tmp: PathBuf, home: PathBuf) -> SandboxSpec {
+        SandboxSpec {
+            profile,
+            workspace,
+            tmp,
+            home,
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            read_only_inside: Vec::new(),
+            read_only_links: false,
+            layers: None,
+            keep_fds: Vec::new(),
+        }
+    }
+
     /// What it may read and execute besides the system: the toolchain
     /// directories and the extra read-only paths (the main repo).
     pub fn read_only_paths(&self) -> Vec<PathBuf> {

@@ -204,20 +204,12 @@ fn probe_overlay(project: &Project) -> anyhow::Result<()> {
         super::workspace::whiteout_at(&work, Path::new("gone"))
             .context("cannot make a whiteout (Linux 5.8)")?;
         let spec = SandboxSpec {
-            profile: project.profile.clone(),
-            workspace: work.clone(),
-            tmp,
-            home,
-            read_only: Vec::new(),
-            writable: Vec::new(),
-            read_only_inside: Vec::new(),
-            read_only_links: false,
             layers: Some(Layers {
                 lower: vec![lower.clone()],
                 upper: work.clone(),
                 work: ovl,
             }),
-            keep_fds: Vec::new(),
+            ..SandboxSpec::new(project.profile.clone(), work.clone(), tmp, home)
         };
         let script = "test \"$(cat kept)\" = kept && test ! -e gone && echo changed >> kept";
         let argv = ["bash", "-c", script].map(String::from);
@@ -367,16 +359,8 @@ fn probe(project: &Project) -> bool {
         std::fs::write(work.join("kept"), "kept\n")?;
         std::fs::hard_link(work.join("kept"), work.join("link"))?;
         let spec = SandboxSpec {
-            profile: project.profile.clone(),
-            workspace: work.clone(),
-            tmp,
-            home,
-            read_only: Vec::new(),
-            writable: Vec::new(),
-            read_only_inside: Vec::new(),
             read_only_links: true,
-            layers: None,
-            keep_fds: Vec::new(),
+            ..SandboxSpec::new(project.profile.clone(), work.clone(), tmp, home)
         };
         let argv = ["bash", "-c", "! (echo changed >> link) 2>/dev/null"].map(String::from);
         let out = crate::sandbox::command(&spec, &argv)?.output()?;

@@ -446,27 +446,7 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
         done("m.py\n```python\nprint('a b')\n```\n"),
         done("Done.")
     ]);
-    let model = env.model(json!({"1": init, "2": worker}));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    let path = env.project().join("longrun.toml");
-    let toml = std::fs::read_to_string(&path).unwrap();
-    let toml = toml
-        .replacen(
-            "# edit_format = \"tools\"",
-            "edit_format = \"whole-file\"",
-            1,
-        )
-        .replacen(
-            "# commit_when_passing = true",
-            "commit_when_passing = true",
-            1,
-        )
-        .replacen("# retry_temperature = 0.8", "retry_temperature = 0.8", 1);
-    std::fs::write(&path, toml).unwrap();
-    env.git(&["commit", "-qam", "whole-file with retries"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
-    assert!(out.status.success(), "{}", text(&out));
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
 
     let requests = env.requests(2);
     assert_eq!(requests.len(), 4, "{requests:#?}");
@@ -519,6 +499,31 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
     );
 }
 
+/// Initialise with `init`, turn on whole-file edits, the harness's
+/// bookkeeping and each of `settings` (a line longrun.toml has commented
+/// out), and run one worker session of `worker`.
+fn run_whole_file(env: &Env, init: Value, worker: Value, settings: &[&str]) {
+    let model = env.model(json!({"1": init, "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let path = env.project().join("longrun.toml");
+    let mut toml = std::fs::read_to_string(&path).unwrap();
+    let lines = ["edit_format = \"whole-file\"", "commit_when_passing = true"];
+    for line in lines.iter().chain(settings) {
+        let key = line.split(' ').next().unwrap();
+        let commented = toml
+            .lines()
+            .find(|l| l.starts_with(&format!("# {key} = ")))
+            .unwrap_or_else(|| panic!("longrun.toml has no `# {key} = `"))
+            .to_string();
+        toml = toml.replacen(&commented, line, 1);
+    }
+    std::fs::write(&path, toml).unwrap();
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// A whole-file session whose model spends two turns on `idle` (changing
 /// nothing), is started again from the files, and then writes m.py.
 fn starts_again_from_the_files(idle: [String; 2]) {
@@ -538,26 +543,7 @@ fn starts_again_from_the_files(idle: [String; 2]) {
         done("```python\nprint('ok')\n```\n"),
         done("Done.")
     ]);
-    let model = env.model(json!({"1": init, "2": worker}));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    let path = env.project().join("longrun.toml");
-    let toml = std::fs::read_to_string(&path).unwrap();
-    let toml = toml
-        .replacen(
-            "# edit_format = \"tools\"",
-            "edit_format = \"whole-file\"",
-            1,
-        )
-        .replacen(
-            "# commit_when_passing = true",
-            "commit_when_passing = true",
-            1,
-        );
-    std::fs::write(&path, toml).unwrap();
-    env.git(&["commit", "-qam", "whole-file"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
-    assert!(out.status.success(), "{}", text(&out));
+    run_whole_file(&env, init, worker, &[]);
 
     let requests = env.requests(2);
     let last_messages: Vec<String> = requests
