@@ -411,6 +411,10 @@ pub enum Command {
         /// Uncommitted files larger than this are left out of the WIP commit.
         #[arg(long)]
         max_file_bytes: u64,
+        /// Stdin holds the paths the session changed, each ended by a NUL:
+        /// only they (and what the index holds otherwise than the base) are staged.
+        #[arg(long)]
+        changed_on_stdin: bool,
     },
     /// Confine this process as SPEC says, then exec the command.
     #[command(name = "__exec", hide = true)]

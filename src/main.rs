@@ -19,10 +19,12 @@ fn main() -> ExitCode {
             base,
             max_bytes,
             max_file_bytes,
+            changed_on_stdin,
         } => {
             let caps = longrun::confined::ExportCaps {
                 max_bytes,
                 max_file_bytes,
+                changed_on_stdin,
             };
             return longrun::confined::run_export(&spec, &base, caps);
         }

@@ -2,7 +2,9 @@
 //!
 //! After the worker exits, the orchestrator starts this confined with the
 //! session's own sandbox spec. Inside it, and only here, the session's git
-//! metadata is opened: what was left uncommitted is committed as WIP, and
+//! metadata is opened: what was left uncommitted is committed as WIP (in an
+//! overlay workspace, looking only where the orchestrator says the session
+//! changed something, and where the index differs from the base), and
 //! the objects reachable from HEAD but not from the session's base are
 //! written to stdout as a git pack, after one JSON header line
 //! ([`ExportHeader`]). The orchestrator never opens the workspace's `.git`;
@@ -11,7 +13,9 @@
 //! file pointing elsewhere, `core.worktree`, `commondir`, corrupt objects)
 //! ends here as an error on stderr and a failed exit.
 
+use std::ffi::OsStr;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -21,11 +25,13 @@ use git2::{IndexAddOption, Oid, Repository, RepositoryOpenFlags};
 use crate::protocol::{ExportHeader, EXPORT_OVER_CAP};
 use crate::sandbox::SandboxSpec;
 
-/// The bounds the orchestrator set.
+/// The bounds the orchestrator set, and where the changes are.
 #[derive(Debug, Clone, Copy)]
 pub struct ExportCaps {
     pub max_bytes: u64,
     pub max_file_bytes: u64,
+    /// Stdin holds the paths the session changed ([`Scope::Changed`]).
+    pub changed_on_stdin: bool,
 }
 
 pub fn run_export(spec_json: &str, base: &str, caps: ExportCaps) -> ExitCode {
@@ -54,10 +60,15 @@ impl std::error::Error for OverCap {}
 
 fn export(spec_json: &str, base: &str, caps: ExportCaps) -> anyhow::Result<()> {
     let spec: SandboxSpec = serde_json::from_str(spec_json).context("bad sandbox spec")?;
+    // Read before confinement, which keeps stdin but nothing behind it.
+    let scope = match caps.changed_on_stdin {
+        true => Scope::read(std::io::stdin().lock())?,
+        false => Scope::Whole,
+    };
     crate::sandbox::confine(&spec).context("cannot confine the export")?;
     let base = Oid::from_str(base).context("bad base commit")?;
     let repo = open_plain(&spec.workspace)?;
-    let (wip, dropped) = commit_wip(&repo, caps.max_file_bytes)?;
+    let (wip, dropped) = commit_wip(&repo, &scope, base, caps.max_file_bytes)?;
     let head = repo
         .head()
         .ok()
@@ -116,32 +127,67 @@ fn open_plain(workspace: &Path) -> anyhow::Result<Repository> {
     Ok(repo)
 }
 
+/// Which paths of the work tree may hold what was left uncommitted.
+#[derive(Debug)]
+pub enum Scope {
+    /// Any: the whole work tree is compared with the index.
+    Whole,
+    /// These (relative, `/`-separated, each a file or everything beneath a
+    /// directory), as the orchestrator read them from an overlay
+    /// workspace's upper layer ([`crate::trusted`]'s `upper`), besides
+    /// where the index differs from the base: everywhere else the work
+    /// tree is the lower layer, a checkout of the base.
+    Changed(Vec<Vec<u8>>),
+}
+
+impl Scope {
+    /// The paths on `input`, each ended by a NUL.
+    pub fn read(mut input: impl std::io::Read) -> anyhow::Result<Scope> {
+        let mut bytes = Vec::new();
+        input
+            .read_to_end(&mut bytes)
+            .context("cannot read the changed paths")?;
+        let paths = bytes
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        Ok(Scope::Changed(paths))
+    }
+}
+
 /// Commit what was left uncommitted, as WIP, leaving out untracked build
 /// output and files over `max_file_bytes` (named, with their size).
-fn commit_wip(repo: &Repository, max_file_bytes: u64) -> anyhow::Result<(bool, Vec<String>)> {
-    if crate::git::uncommitted_paths(repo)?.is_empty() {
-        return Ok((false, Vec::new()));
-    }
+fn commit_wip(
+    repo: &Repository,
+    scope: &Scope,
+    base: Oid,
+    max_file_bytes: u64,
+) -> anyhow::Result<(bool, Vec<String>)> {
     let workdir = repo.workdir().context("no work tree")?.to_path_buf();
     let mut dropped = Vec::new();
-    let mut skip = |path: &Path, _spec: &[u8]| -> i32 {
+    let mut leave_out = |path: &Path, tracked: bool| -> bool {
         let text = path.to_string_lossy();
         let size = std::fs::symlink_metadata(workdir.join(path))
             .map(|m| m.len())
             .unwrap_or(0);
         if size > max_file_bytes {
-            dropped.push(format!("{text} ({size} bytes)"));
-            return 1;
+            let line = format!("{text} ({size} bytes)");
+            if !dropped.contains(&line) {
+                dropped.push(line);
+            }
+            return true;
         }
-        i32::from(crate::git::is_build_output(&text) && !tracked(repo, path))
+        crate::git::is_build_output(&text) && !tracked
     };
     let mut index = repo.index().context("the index cannot be read")?;
-    index
-        .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip))
-        .context("the work tree cannot be staged")?;
-    index
-        .update_all(["*"], Some(&mut skip))
-        .context("the work tree cannot be staged")?;
+    let staged = match scope {
+        Scope::Whole => stage_whole(repo, &mut index, &mut leave_out)?,
+        Scope::Changed(paths) => stage_changed(repo, &mut index, base, paths, &mut leave_out)?,
+    };
+    if !staged {
+        return Ok((false, dropped));
+    }
     index.write().context("the index cannot be written")?;
     let tree = repo.find_tree(index.write_tree()?)?;
     let parent = crate::git::head(repo)
@@ -163,6 +209,107 @@ fn commit_wip(repo: &Repository, max_file_bytes: u64) -> anyhow::Result<(bool, V
     )
     .context("the WIP commit failed")?;
     Ok((true, dropped))
+}
+
+/// What `leave_out` says of a path (relative to the work tree) and whether
+/// the index tracks it: true keeps it out of the WIP commit.
+type LeaveOut<'a> = dyn FnMut(&Path, bool) -> bool + 'a;
+
+/// Stage the whole work tree, as `git add -A` would; false when nothing
+/// was left uncommitted.
+fn stage_whole(
+    repo: &Repository,
+    index: &mut git2::Index,
+    leave_out: &mut LeaveOut,
+) -> anyhow::Result<bool> {
+    if crate::git::uncommitted_paths(repo)?.is_empty() {
+        return Ok(false);
+    }
+    let mut skip =
+        |path: &Path, _spec: &[u8]| -> i32 { i32::from(leave_out(path, tracked(repo, path))) };
+    index
+        .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip))
+        .context("the work tree cannot be staged")?;
+    index
+        .update_all(["*"], Some(&mut skip))
+        .context("the work tree cannot be staged")?;
+    Ok(true)
+}
+
+/// Stage what differs between the index and the work tree at the paths
+/// that can differ, as `git add -A` over the whole tree would: the paths
+/// the session changed (`changed`), and those where the index differs from
+/// `base`, whose work tree is the base's. libgit2 then reads only beneath
+/// them. False when nothing was staged and the index is HEAD's tree.
+fn stage_changed(
+    repo: &Repository,
+    index: &mut git2::Index,
+    base: Oid,
+    changed: &[Vec<u8>],
+    leave_out: &mut LeaveOut,
+) -> anyhow::Result<bool> {
+    let Ok(base_tree) = repo.find_commit(base).and_then(|c| c.tree()) else {
+        // Without the base, the index cannot be compared with the lower layer.
+        return stage_whole(repo, index, leave_out);
+    };
+    let mut paths: std::collections::BTreeSet<Vec<u8>> = changed.iter().cloned().collect();
+    let staged = repo
+        .diff_tree_to_index(Some(&base_tree), Some(index), None)
+        .context("the index cannot be read")?;
+    for delta in staged.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            paths.extend(file.path_bytes().map(<[u8]>::to_vec));
+        }
+    }
+    for conflict in index.conflicts().context("the index cannot be read")? {
+        let conflict = conflict.context("the index cannot be read")?;
+        for side in [conflict.ancestor, conflict.our, conflict.their]
+            .into_iter()
+            .flatten()
+        {
+            paths.insert(side.path);
+        }
+    }
+    // The index is HEAD's tree when it is the base's, and HEAD is the base's.
+    let head = crate::git::head(repo).and_then(|h| repo.find_commit(h).ok());
+    let index_is_head =
+        head.is_some_and(|h| h.tree_id() == base_tree.id()) && staged.deltas().next().is_none();
+    if paths.is_empty() {
+        // (An empty pathspec would compare the whole tree.)
+        return Ok(!index_is_head);
+    }
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true)
+        .disable_pathspec_match(true);
+    for path in &paths {
+        opts.pathspec(path.clone());
+    }
+    let diff = repo
+        .diff_index_to_workdir(Some(index), Some(&mut opts))
+        .context("the work tree cannot be compared with the index")?;
+    let mut applied = false;
+    // As libgit2's own `add_all` applies its comparison of the whole tree.
+    for delta in diff.deltas() {
+        let old = Path::new(OsStr::from_bytes(
+            delta.old_file().path_bytes().unwrap_or_default(),
+        ));
+        let tracked = index.get_path(old, 0).is_some();
+        if leave_out(old, tracked) {
+            continue;
+        }
+        applied = true;
+        let staged = match delta.new_file().exists() {
+            true => {
+                let new = delta.new_file().path_bytes().unwrap_or_default();
+                index.add_path(Path::new(OsStr::from_bytes(new)))
+            }
+            false => index.remove_path(old),
+        };
+        staged.context("the work tree cannot be staged")?;
+    }
+    Ok(applied || !index_is_head)
 }
 
 fn tracked(repo: &Repository, path: &Path) -> bool {

@@ -1,15 +1,17 @@
 //! A session's work brought into the project's repository as data.
 //!
 //! The orchestrator runs `longrun __export` confined with the session's own
-//! sandbox spec (see [`crate::confined::run_export`]) and reads its stdout
-//! from a pipe, with a byte cap and a time limit: one JSON header line, then
-//! a git pack. The pack is indexed into a quarantine under `.longrun/import/`,
-//! its objects are checked to be complete from the session's HEAD down to
-//! what main already holds, and only then is the pack moved into the
+//! sandbox spec (see [`crate::confined::run_export`]), in an overlay
+//! workspace with the paths the session changed on its stdin
+//! ([`super::upper`]), and reads its stdout from a pipe, with a byte cap
+//! and a time limit: one JSON header line, then a git pack. The pack is
+//! indexed into a quarantine under `.longrun/import/`, its objects are
+//! checked to be complete from the session's HEAD down to what main already
+//! holds (reading only what differs from a parent), and only then is the pack moved into the
 //! project's object store and `refs/longrun/sessions/NNNN` set. Any failure
 //! here is the session's: its verdict says why.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Seek, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -149,7 +151,8 @@ fn export_into(
     let log = session_dir.join("export.log");
     let cap = target.max_workspace_mb.saturating_mul(1 << 20);
     let max_file = target.max_file_mb.saturating_mul(1 << 20);
-    let mut child = spawn(spec, base, cap, max_file, &log)?;
+    let changed = changed_paths(spec, session_dir);
+    let mut child = spawn(spec, base, (cap, max_file), changed, &log)?;
     let pid = child.id() as i32;
     let (done, watchdog) = watchdog(pid);
     let read = read_export(&mut child, target, project, pack_dir);
@@ -189,11 +192,35 @@ fn over_cap(target: &Target) -> String {
     )
 }
 
+/// For an overlay workspace, the paths the session changed, read from its
+/// upper layer ([`super::upper`]), in a file of the orchestrator's for the
+/// export's stdin; None (the export compares the whole work tree) when the
+/// workspace is no overlay or its upper layer cannot be read.
+fn changed_paths(spec: &SandboxSpec, session_dir: &Path) -> Option<std::fs::File> {
+    let layers = spec.layers.as_ref()?;
+    let listed = super::upper::changed_paths(&layers.upper).and_then(|paths| {
+        let mut file = tempfile::tempfile_in(session_dir)?;
+        for path in paths {
+            file.write_all(&path)?;
+            file.write_all(b"\0")?;
+        }
+        file.rewind()?;
+        Ok(file)
+    });
+    match listed {
+        Ok(file) => Some(file),
+        Err(e) => {
+            tracing::warn!("the export compares the whole work tree: {e:#}");
+            None
+        }
+    }
+}
+
 fn spawn(
     spec: &SandboxSpec,
     base: Oid,
-    cap: u64,
-    max_file: u64,
+    (cap, max_file): (u64, u64),
+    changed: Option<std::fs::File>,
     log: &Path,
 ) -> anyhow::Result<Child> {
     // The session's own confinement, with no network and no inherited descriptor.
@@ -212,10 +239,11 @@ fn spawn(
         .arg(cap.to_string())
         .arg("--max-file-bytes")
         .arg(max_file.to_string())
+        .args(changed.is_some().then_some("--changed-on-stdin"))
+        .stdin(changed.map_or_else(Stdio::null, Stdio::from))
         .env_clear()
         .envs(crate::sandbox::session_env(&spec))
         .current_dir(&spec.workspace)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log)?);
     // SAFETY: only async-signal-safe calls between fork and exec.
@@ -318,42 +346,76 @@ fn check_connected(
     }
     let odb = repo.odb()?;
     // What the project's own store holds is complete (sessions cannot write
-    // it): only what the pack brings is walked, not the whole tree again.
+    // it), and so is what a parent holds: that is in the store or walked
+    // here too. Only what differs from the first parent is read.
     let known = project.odb()?;
     let mut seen = std::collections::HashSet::new();
     for oid in walk {
         let oid = oid.context("its history is incomplete")?;
         let commit = repo.find_commit(oid).map_err(|_| missing("commit", oid))?;
-        check_tree(&repo, &odb, &known, commit.tree_id(), &mut seen)?;
+        let parent = commit.parent(0).ok().and_then(|p| p.tree().ok());
+        let check = TreeCheck {
+            repo: &repo,
+            odb: &odb,
+            known: &known,
+        };
+        check.tree(commit.tree_id(), parent.as_ref(), &mut seen)?;
     }
     Ok(head)
 }
 
-fn check_tree(
-    repo: &Repository,
-    odb: &git2::Odb,
-    known: &git2::Odb,
-    id: Oid,
-    seen: &mut std::collections::HashSet<Oid>,
-) -> anyhow::Result<()> {
-    if !seen.insert(id) || known.exists(id) {
-        return Ok(());
-    }
-    let tree = repo
-        .find_tree(id)
-        .map_err(|_| anyhow::anyhow!("its work lacks the tree {id}"))?;
-    well_formed(&tree)?;
-    for entry in tree.iter() {
-        match entry.kind() {
-            Some(git2::ObjectType::Tree) => check_tree(repo, odb, known, entry.id(), seen)?,
-            Some(git2::ObjectType::Blob) if seen.insert(entry.id()) && !odb.exists(entry.id()) => {
-                bail!("its work lacks the file {}", entry.id())
-            }
-            // Submodule commits live in other repositories.
-            _ => {}
+/// The stores a tree of the pack is checked against.
+struct TreeCheck<'r> {
+    repo: &'r Repository,
+    /// The project's store and the quarantine.
+    odb: &'r git2::Odb<'r>,
+    /// The project's store alone.
+    known: &'r git2::Odb<'r>,
+}
+
+impl TreeCheck<'_> {
+    /// The tree `id` is well formed and complete, or the same as one known
+    /// to be; `parent` is the tree at the same path in a parent commit.
+    fn tree(
+        &self,
+        id: Oid,
+        parent: Option<&git2::Tree>,
+        seen: &mut std::collections::HashSet<Oid>,
+    ) -> anyhow::Result<()> {
+        if parent.is_some_and(|p| p.id() == id) || !seen.insert(id) || self.known.exists(id) {
+            return Ok(());
         }
+        let tree = self
+            .repo
+            .find_tree(id)
+            .map_err(|_| anyhow::anyhow!("its work lacks the tree {id}"))?;
+        well_formed(&tree)?;
+        for entry in tree.iter() {
+            let before = parent.and_then(|p| p.get_name_bytes(entry.name_bytes()));
+            let same = |b: &git2::TreeEntry| {
+                b.id() == entry.id() && b.filemode_raw() == entry.filemode_raw()
+            };
+            if before.as_ref().is_some_and(same) {
+                continue;
+            }
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) => {
+                    let before = before
+                        .filter(|b| b.kind() == Some(git2::ObjectType::Tree))
+                        .and_then(|b| self.repo.find_tree(b.id()).ok());
+                    self.tree(entry.id(), before.as_ref(), seen)?
+                }
+                Some(git2::ObjectType::Blob)
+                    if seen.insert(entry.id()) && !self.odb.exists(entry.id()) =>
+                {
+                    bail!("its work lacks the file {}", entry.id())
+                }
+                // Submodule commits live in other repositories.
+                _ => {}
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The modes git writes in a tree: file, executable, symlink, directory, submodule.

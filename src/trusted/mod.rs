@@ -40,6 +40,7 @@ mod steps;
 mod suite;
 mod timing;
 pub mod transcript;
+mod upper;
 mod verify;
 mod workspace;
 mod worktree;

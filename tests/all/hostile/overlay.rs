@@ -439,3 +439,172 @@ by_both!(
     parallel_sessions_each_see_their_own_base_through_the_overlay_as_uid_65534,
     parallel_sessions_keep_their_own_base
 );
+
+/// What session 2 leaves uncommitted, one change of each kind an overlay's
+/// upper layer records differently: files and directories deleted (a
+/// whiteout), a directory become a file and a file a directory (an opaque
+/// directory), a directory emptied, modes changed and nothing else (a copy
+/// up), symlinks made and retargeted, a directory of the lower layer
+/// renamed (overlayfs refuses, `mv` copies then deletes), a file renamed,
+/// new files deep in new directories, a file changed back to what it was,
+/// names git keeps apart from its own (`.git` in a file's name, a
+/// directory named like a repository), and untracked build output and
+/// ignored files, which stay out.
+const UNCOMMITTED: &str = r#"set -e
+rm data/d1
+rm -r data/sub
+rm data/d2 && mkdir data/d2 && echo inner > data/d2/inner
+rm -r tree/todir && echo now a file > tree/todir
+rm tree/emptied/*
+chmod +x data/d3 && chmod -x data/run.sh
+ln -s d4 data/newlink && ln -sfn d5 data/link
+mv tree/moved tree/renamed
+mv data/d6 data/d6.renamed
+echo more >> data/d7 && echo same > tree/same && echo same > tree/same.new
+mkdir -p new/deep/er && echo x > new/deep/er/x && echo y > new/y
+echo t > tree/.gitkeep && echo g > data/a.git && mkdir -p tree/x.git && echo z > tree/x.git/z
+mkdir -p build/__pycache__ && echo c > build/__pycache__/m.pyc && echo o > tree/out.log
+"#;
+
+/// Data beside [`project`]'s for [`UNCOMMITTED`] to change.
+fn add_tree(env: &Env) {
+    let p = env.project();
+    for (path, text) in [
+        ("tree/todir/a", "a\n"),
+        ("tree/todir/b/c", "c\n"),
+        ("tree/emptied/a", "a\n"),
+        ("tree/emptied/b", "b\n"),
+        ("tree/moved/a", "a\n"),
+        ("tree/moved/in/b", "b\n"),
+        ("tree/same", "same\n"),
+        (".gitignore", "*.log\n"),
+    ] {
+        std::fs::create_dir_all(p.join(path).parent().unwrap()).unwrap();
+        std::fs::write(p.join(path), text).unwrap();
+    }
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-qm", "tree"]);
+}
+
+/// Session 2's kept work (every entry of its ref's tree with its mode and
+/// id) when it runs `script` and leaves what it did uncommitted, with
+/// overlay workspaces or without; or its verdict's reasons when nothing
+/// was kept.
+fn kept_uncommitted(by: By, overlay: bool, script: &str) -> Result<String, String> {
+    let ids = ["f1"];
+    let sessions = json!({
+        "2": [turn(vec![bash(script)]), done("done")],
+    });
+    let env = project(&ids, sessions);
+    add_tree(&env);
+    set_toml(&env, "sandbox", "overlay", overlay);
+    let out = env.continue_by(by, 1);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(mounted_overlay(&env, 2), overlay);
+    let log = std::fs::read_to_string(env.project().join(".longrun/longrun.log")).unwrap();
+    assert!(!log.contains("compares the whole work tree"), "{log}");
+    let (verdict, reasons) = verdict(&env, 2);
+    assert_ne!(verdict, "accepted");
+    let kept = "refs/longrun/sessions/0002";
+    if env.git(&["for-each-ref", kept]).is_empty() {
+        return Err(reasons);
+    }
+    let subject = env.git(&["log", "-1", "--format=%s", kept]);
+    assert_eq!(
+        subject.contains("WIP"),
+        reasons.contains("uncommitted changes"),
+        "{subject} {reasons}"
+    );
+    let entries = env.git(&["ls-tree", "-r", "-t", "--full-tree", kept]);
+    // The one difference the two runs are meant to have.
+    let settings = "\tlongrun.toml";
+    let kept: String = entries
+        .lines()
+        .filter(|l| !l.ends_with(settings))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    Ok(format!("{subject}{kept}"))
+}
+
+fn uncommitted_work_is_kept_exactly(by: By) {
+    let layered = kept_uncommitted(by, true, UNCOMMITTED).unwrap();
+    assert!(layered.starts_with("longrun: WIP"), "{layered}");
+    // The same as `git add -A` over the whole tree commits.
+    assert_eq!(
+        Ok(layered.clone()),
+        kept_uncommitted(by, false, UNCOMMITTED)
+    );
+    let entry = |path: &str| {
+        layered
+            .lines()
+            .find(|l| l.ends_with(&format!("\t{path}")))
+            .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+    };
+    for gone in [
+        "data/d1",
+        "data/sub",
+        "data/sub/inner",
+        "data/d6",
+        "tree/todir/a",
+        "tree/todir/b",
+        "tree/emptied",
+        "tree/moved",
+        "tree/moved/in/b",
+        "tree/out.log",
+        "build/__pycache__/m.pyc",
+    ] {
+        assert_eq!(entry(gone), None, "{gone} in\n{layered}");
+    }
+    for (path, kind) in [
+        ("data/d2", "040000 tree"),
+        ("data/d2/inner", "100644 blob"),
+        ("tree/todir", "100644 blob"),
+        ("data/d3", "100755 blob"),
+        ("data/run.sh", "100644 blob"),
+        ("data/newlink", "120000 blob"),
+        ("data/link", "120000 blob"),
+        ("tree/renamed/a", "100644 blob"),
+        ("tree/renamed/in/b", "100644 blob"),
+        ("data/d6.renamed", "100644 blob"),
+        ("data/d7", "100644 blob"),
+        ("tree/same", "100644 blob"),
+        ("tree/same.new", "100644 blob"),
+        ("new/deep/er/x", "100644 blob"),
+        ("new/y", "100644 blob"),
+        ("tree/.gitkeep", "100644 blob"),
+        ("data/a.git", "100644 blob"),
+        ("tree/x.git/z", "100644 blob"),
+        ("data/d0", "100644 blob"),
+    ] {
+        assert_eq!(entry(path).as_deref(), Some(kind), "{path} in\n{layered}");
+    }
+}
+
+by_both!(
+    uncommitted_work_is_kept_as_a_whole_tree_add_keeps_it,
+    uncommitted_work_is_kept_as_a_whole_tree_add_keeps_it_as_uid_65534,
+    uncommitted_work_is_kept_exactly
+);
+
+/// Names git takes for its own, left uncommitted: `.git` in another case
+/// and its aliases, and a directory holding a `.git` file that points
+/// elsewhere.
+const GIT_NAMES: &str = r#"mkdir -p tree/.GIT && echo x > tree/.GIT/x && echo y > tree/GIT~1 && echo z > data/.git.
+mkdir -p gitfile && echo 'gitdir: /etc' > gitfile/.git && echo g > gitfile/g
+echo kept > tree/kept
+"#;
+
+fn git_names_fail_the_export_either_way(by: By) {
+    let layered = kept_uncommitted(by, true, GIT_NAMES);
+    assert_eq!(layered, kept_uncommitted(by, false, GIT_NAMES));
+    // libgit2 stages no name git would take for its own: the session's
+    // export fails naming it, and nothing of it is kept, either way.
+    let why = layered.expect_err("a `.git` alias was kept");
+    assert!(why.contains("invalid path"), "{why}");
+}
+
+by_both!(
+    git_like_names_left_uncommitted_fail_the_export_as_a_whole_tree_add_does,
+    git_like_names_left_uncommitted_fail_the_export_as_a_whole_tree_add_does_as_uid_65534,
+    git_names_fail_the_export_either_way
+);
