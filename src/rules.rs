@@ -71,10 +71,11 @@ pub fn worker_problems(
 /// Most reserved paths named in one problem.
 const NAMED_PATHS: usize = 10;
 
-/// Paths in the trees of the session's commits (those reachable from `head`
-/// and not from `base`) that could alias the orchestrator's state or git's
-/// metadata once checked out: a component `.longrun` or `.git` in any case,
-/// or one of the names a filesystem takes for them. Each is named.
+/// Paths the session's commits (those reachable from `head` and not from
+/// `base`) add or change, each against its first parent, that could alias
+/// the orchestrator's state or git's metadata once checked out: a
+/// component `.longrun` or `.git` in any case, or one of the names a
+/// filesystem takes for them. Each is named.
 pub fn reserved_path_problems(
     repo: &Repository,
     base: Oid,
@@ -89,7 +90,11 @@ pub fn reserved_path_problems(
     let mut found = Vec::new();
     for oid in walk {
         let commit = repo.find_commit(oid?)?;
-        reserved_in_tree(repo, &commit.tree()?, "", &mut seen, &mut found)?;
+        // What the first parent holds is main's (checked when it landed) or
+        // a commit of this walk: only what differs from it is read.
+        let parent = commit.parent(0).ok().and_then(|p| p.tree().ok());
+        let tree = commit.tree()?;
+        reserved_in_tree(repo, (&tree, parent.as_ref()), "", &mut seen, &mut found)?;
     }
     found.sort();
     found.dedup();
@@ -111,17 +116,25 @@ pub fn reserved_path_problems(
     )])
 }
 
+/// The reserved paths in `tree` (under `prefix`) that `parent`, the tree
+/// at the same path in the commit's first parent, does not hold the same.
 fn reserved_in_tree(
     repo: &Repository,
-    tree: &git2::Tree,
+    (tree, parent): (&git2::Tree, Option<&git2::Tree>),
     prefix: &str,
     seen: &mut std::collections::HashSet<Oid>,
     found: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    if !seen.insert(tree.id()) {
+    if parent.is_some_and(|p| p.id() == tree.id()) || !seen.insert(tree.id()) {
         return Ok(());
     }
     for entry in tree.iter() {
+        let before = parent.and_then(|p| p.get_name_bytes(entry.name_bytes()));
+        let same =
+            |b: &git2::TreeEntry| b.id() == entry.id() && b.filemode_raw() == entry.filemode_raw();
+        if before.as_ref().is_some_and(same) {
+            continue;
+        }
         let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
         let path = format!("{prefix}{name}");
         let is_tree = entry.kind() == Some(git2::ObjectType::Tree);
@@ -137,7 +150,16 @@ fn reserved_in_tree(
             found.extend(below);
         } else if is_tree {
             let sub = repo.find_tree(entry.id())?;
-            reserved_in_tree(repo, &sub, &format!("{path}/"), seen, found)?;
+            let before = before
+                .filter(|b| b.kind() == Some(git2::ObjectType::Tree))
+                .and_then(|b| repo.find_tree(b.id()).ok());
+            reserved_in_tree(
+                repo,
+                (&sub, before.as_ref()),
+                &format!("{path}/"),
+                seen,
+                found,
+            )?;
         }
     }
     Ok(())

@@ -261,8 +261,38 @@ pub fn sync_worktree(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<()
             tracing::warn!("the work tree keeps {}: {e:#}", path.display());
         }
     }
+    follow_in_index(repo, &diff)
+}
+
+/// Set the project's index to the new side of `diff` at each path it
+/// changes, leaving every other entry (and its stat data, so that `git
+/// status` need not read those files again) as it was.
+fn follow_in_index(repo: &Repository, diff: &git2::Diff) -> anyhow::Result<()> {
     let mut index = repo.index()?;
-    index.read_tree(&new_tree)?;
+    for delta in diff.deltas() {
+        let (old, new) = (delta.old_file(), delta.new_file());
+        if let Some(path) = old.path().filter(|_| old.exists()) {
+            index.remove_path(path)?;
+        }
+        let Some(path) = new.path().filter(|_| new.exists()) else {
+            continue;
+        };
+        let zero = git2::IndexTime::new(0, 0);
+        index.add(&git2::IndexEntry {
+            ctime: zero,
+            mtime: zero,
+            dev: 0,
+            ino: 0,
+            mode: u32::from(new.mode()),
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id: new.id(),
+            flags: 0,
+            flags_extended: 0,
+            path: path.as_os_str().as_encoded_bytes().to_vec(),
+        })?;
+    }
     index.write()?;
     Ok(())
 }
