@@ -39,22 +39,32 @@ pub fn changed_paths(upper: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
     let root = nix::fcntl::open(upper, DIR_FLAGS, Mode::empty())
         .with_context(|| format!("cannot open {}", upper.display()))?;
     let mut found = Vec::new();
-    let mut pending = vec![(root, Vec::new(), 0usize)];
-    while let Some((dir, prefix, depth)) = pending.pop() {
-        for name in names(&dir).with_context(|| format!("cannot list {}", shown(&prefix)))? {
-            if prefix.is_empty() && name == b".git" {
-                continue;
-            }
-            let path = join(&prefix, &name);
-            match walk_into(&dir, &name, depth) {
-                Ok(Some(sub)) => pending.push((sub, path, depth + 1)),
-                Ok(None) => found.push(path),
-                Err(e) => return Err(e).with_context(|| format!("cannot read {}", shown(&path))),
-            }
-        }
-    }
+    walk(&root, &[], 0, &mut found)?;
     found.sort();
     Ok(found)
+}
+
+/// Depth first, so that only the directories leading to the one being
+/// read are open (at most [`MAX_DEPTH`]), however many a session made side
+/// by side: the orchestrator's descriptors are bounded.
+fn walk(
+    dir: &OwnedFd,
+    prefix: &[u8],
+    depth: usize,
+    found: &mut Vec<Vec<u8>>,
+) -> anyhow::Result<()> {
+    for name in names(dir).with_context(|| format!("cannot list {}", shown(prefix)))? {
+        if prefix.is_empty() && name == b".git" {
+            continue;
+        }
+        let path = join(prefix, &name);
+        match walk_into(dir, &name, depth) {
+            Ok(Some(sub)) => walk(&sub, &path, depth + 1, found)?,
+            Ok(None) => found.push(path),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", shown(&path))),
+        }
+    }
+    Ok(())
 }
 
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY
@@ -198,6 +208,22 @@ mod tests {
         // Root reads a directory of mode 000 all the same.
         want.push(if root { "shut/in/f" } else { "shut" });
         assert_eq!(found, want);
+    }
+
+    #[test]
+    fn many_directories_side_by_side_are_walked_one_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..2000 {
+            let sub = dir.path().join(format!("d{i:04}"));
+            std::fs::create_dir(&sub).unwrap();
+            std::fs::write(sub.join("f"), "x").unwrap();
+        }
+        let open_before = std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let found = changed_paths(dir.path()).unwrap();
+        assert_eq!(found.len(), 2000);
+        assert_eq!(found[0], b"d0000/f");
+        // Nothing of the walk stays open after it.
+        assert!(std::fs::read_dir("/proc/self/fd").unwrap().count() <= open_before + 1);
     }
 
     #[test]
