@@ -211,7 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn many_directories_side_by_side_are_walked_one_at_a_time() {
+    fn many_directories_side_by_side_are_all_listed_and_none_left_open() {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..2000 {
             let sub = dir.path().join(format!("d{i:04}"));
