@@ -22,6 +22,7 @@
 //! ```sh
 //! cargo bench --bench scale                          # 1,000 / 1,000 / 100 sessions
 //! cargo bench --bench scale -- --sessions 300 --big-sessions 50 --only small,large,big
+//! cargo bench --bench scale -- --only small --passing 1000 --sessions 40 --every 20
 //! ```
 //!
 //! Under `cargo test --all-targets` (no `--bench` argument) every shape runs
@@ -78,6 +79,9 @@ fn main() {
         keep: args.iter().any(|a| a == "--keep"),
     };
     let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
+    // --passing N: the small and flat shapes start with N features passing
+    // (what session N of a long run has, without its history).
+    let small: usize = value("--passing").map_or(small, |v| v.parse().expect("--passing N"));
     let shapes = [
         Shape {
             name: "flat",

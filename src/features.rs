@@ -6,7 +6,9 @@
 //! `init --features` brings from elsewhere.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
+use git2::{Oid, Repository};
 use serde_json::Value;
 
 pub mod import;
@@ -134,7 +136,7 @@ impl FeatureList {
             return problems;
         }
         for (b, h) in imported.features.iter().zip(&self.features) {
-            if b.without("check") != h.without("check") {
+            if !b.same_but(h, "check") {
                 problems.push(format!(
                     "{FILE_NAME}: feature `{}` was edited; the list was given with `init --features`, so only its `check` may be added",
                     b.id
@@ -278,31 +280,95 @@ impl Feature {
         serde_json::to_string_pretty(&self.raw).unwrap_or_default()
     }
 
-    /// Every field but `passes`, for comparing two versions of the feature.
-    fn without_passes(&self) -> Value {
-        self.without("passes")
+    /// Every field but `key` is the same in `other`, as JSON. Compared in
+    /// place: a run compares every feature of the list each session.
+    fn same_but(&self, other: &Feature, key: &str) -> bool {
+        let (Value::Object(a), Value::Object(b)) = (&self.raw, &other.raw) else {
+            return self.raw == other.raw;
+        };
+        let fields =
+            |m: &serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key(key));
+        fields(a) == fields(b)
+            && a.iter()
+                .filter(|(k, _)| k.as_str() != key)
+                .all(|(k, v)| b.get(k) == Some(v))
     }
+}
 
-    /// Every field but `key`.
-    fn without(&self, key: &str) -> Value {
-        let mut v = self.raw.clone();
-        if let Value::Object(map) = &mut v {
-            map.remove(key);
-        }
-        v
+/// Parsed versions of `features.json`, newest last, keyed by blob id.
+static PARSED: Mutex<Vec<(Oid, Parsed)>> = Mutex::new(Vec::new());
+
+/// How many parsed versions are kept: main's, a session's base and head,
+/// the candidate's, with room for sessions side by side.
+const PARSED_KEPT: usize = 8;
+
+/// A version of the list as parsed: the list, or what is wrong with it.
+pub type Parsed = Result<Arc<FeatureList>, String>;
+
+/// `features.json` at `commit`: None where the commit has none, else the
+/// list or what is wrong with it. Each version (blob) is parsed once per
+/// process and shared: a run reads main's list several times a session,
+/// and a list of a thousand features takes milliseconds to parse. A blob's
+/// id is the hash of its content, so a version is the same in every repository.
+pub fn list_at(repo: &Repository, commit: Oid) -> anyhow::Result<Option<Parsed>> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let entry = match tree.get_path(std::path::Path::new(FILE_NAME)) {
+        Ok(e) => e,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let id = entry.id();
+    if let Some(hit) = cached(id) {
+        return Ok(Some(hit));
     }
+    let blob = entry.to_object(repo)?.peel_to_blob()?;
+    let parsed = FeatureList::parse(&String::from_utf8_lossy(blob.content())).map(Arc::new);
+    if let Ok(mut kept) = PARSED.lock() {
+        if kept.len() >= PARSED_KEPT {
+            kept.drain(..1);
+        }
+        kept.push((id, parsed.clone()));
+    }
+    Ok(Some(parsed))
+}
+
+/// The parsed version of blob `id`, when kept; it becomes the newest.
+fn cached(id: Oid) -> Option<Parsed> {
+    let mut kept = PARSED.lock().ok()?;
+    let at = kept.iter().position(|(k, _)| *k == id)?;
+    let hit = kept.remove(at);
+    let parsed = hit.1.clone();
+    kept.push(hit);
+    Some(parsed)
 }
 
 /// The passes-only rule between a session's base and its head: same ids in the
 /// same order, every field but `passes` equal as JSON, and only `assigned`
 /// changed, false to true. Returns the reasons it was broken, if any.
 pub fn passes_only_problems(base: &str, head: &str, assigned: &str) -> Vec<String> {
-    let base = match FeatureList::parse(base) {
-        Ok(list) => list,
+    passes_only_between(
+        &FeatureList::parse(base),
+        &FeatureList::parse(head),
+        assigned,
+    )
+}
+
+/// [`passes_only_problems`] between two lists as parsed.
+pub fn passes_only_between<B, H>(
+    base: &Result<B, String>,
+    head: &Result<H, String>,
+    assigned: &str,
+) -> Vec<String>
+where
+    B: std::borrow::Borrow<FeatureList>,
+    H: std::borrow::Borrow<FeatureList>,
+{
+    let base = match base {
+        Ok(list) => list.borrow(),
         Err(e) => return vec![format!("the base {FILE_NAME} does not parse: {e}")],
     };
-    let head = match FeatureList::parse(head) {
-        Ok(list) => list,
+    let head = match head {
+        Ok(list) => list.borrow(),
         Err(e) => return vec![format!("the session left a broken {FILE_NAME}: {e}")],
     };
     let base_ids: Vec<&str> = base.features.iter().map(|f| f.id.as_str()).collect();
@@ -312,7 +378,7 @@ pub fn passes_only_problems(base: &str, head: &str, assigned: &str) -> Vec<Strin
     }
     let mut problems = Vec::new();
     for (b, h) in base.features.iter().zip(&head.features) {
-        if b.without_passes() != h.without_passes() {
+        if !b.same_but(h, "passes") {
             problems.push(format!(
                 "{FILE_NAME}: feature `{}` was edited; only its `passes` field may change",
                 b.id
@@ -369,6 +435,74 @@ mod tests {
         {"id": "a", "description": "one", "steps": ["x"], "passes": false},
         {"id": "b", "description": "two", "passes": false}
     ]}"#;
+
+    /// A commit of `text` as features.json (or of no features.json).
+    fn commit_list(repo: &Repository, text: Option<&str>) -> Oid {
+        let mut tree = repo.treebuilder(None).unwrap();
+        if let Some(text) = text {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            tree.insert(FILE_NAME, blob, 0o100644).unwrap();
+        }
+        let tree = repo.find_tree(tree.write().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(None, &sig, &sig, "list", &tree, &[]).unwrap()
+    }
+
+    #[test]
+    fn a_version_of_the_list_is_parsed_once_and_each_version_reads_as_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let head = BASE.replacen("false", "true", 1);
+        let (a, b) = (
+            commit_list(&repo, Some(BASE)),
+            commit_list(&repo, Some(&head)),
+        );
+        let first = list_at(&repo, a).unwrap().unwrap().unwrap();
+        let again = list_at(&repo, a).unwrap().unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the same blob is parsed once");
+        let other = list_at(&repo, b).unwrap().unwrap().unwrap();
+        assert_eq!(
+            (first.passing(), other.passing()),
+            (0, 1),
+            "each version is its own"
+        );
+        // More versions than are kept: every one still reads right.
+        for n in 0..(PARSED_KEPT * 2) {
+            let text = format!(r#"{{"features": [{{"id": "f{n}", "passes": false}}]}}"#);
+            let list = list_at(&repo, commit_list(&repo, Some(&text)))
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            assert_eq!(list.features[0].id, format!("f{n}"));
+        }
+        assert_eq!(list_at(&repo, a).unwrap().unwrap().unwrap().passing(), 0);
+        let broken = commit_list(&repo, Some("{not json"));
+        let err = list_at(&repo, broken).unwrap().unwrap().unwrap_err();
+        assert!(err.contains("not valid JSON"), "{err}");
+        assert!(list_at(&repo, commit_list(&repo, None)).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_field_added_removed_or_changed_beside_passes_is_an_edit() {
+        let base = r#"{"features": [{"id": "a", "description": "one", "passes": false}]}"#;
+        for head in [
+            r#"{"features": [{"id": "a", "description": "one", "passes": true, "extra": 1}]}"#,
+            r#"{"features": [{"id": "a", "passes": true}]}"#,
+            r#"{"features": [{"id": "a", "description": "One", "passes": true}]}"#,
+        ] {
+            let problems = passes_only_problems(base, head, "a");
+            assert!(
+                problems.iter().any(|p| p.contains("was edited")),
+                "{head}: {problems:?}"
+            );
+        }
+        let reordered = r#"{"features": [{"passes": true, "description": "one", "id": "a"}]}"#;
+        assert_eq!(
+            passes_only_problems(base, reordered, "a"),
+            Vec::<String>::new(),
+            "the order of the fields is not an edit"
+        );
+    }
 
     #[test]
     fn flipping_the_assigned_feature_is_allowed_whatever_the_formatting() {

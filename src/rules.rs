@@ -19,16 +19,13 @@ pub fn initializer_problems(
 ) -> anyhow::Result<Vec<String>> {
     let mut problems = Vec::new();
     let given = match base {
-        Some(base) => read_file_at(repo, base, features::FILE_NAME)?
-            .and_then(|text| FeatureList::parse(&text).ok()),
+        Some(base) => features::list_at(repo, base)?.and_then(Result::ok),
         None => None,
     };
-    match read_file_at(repo, head, features::FILE_NAME)? {
+    match features::list_at(repo, head)? {
         None => problems.push(format!("the initializer left no {}", features::FILE_NAME)),
-        Some(text) => match FeatureList::parse(&text) {
-            Ok(list) => problems.extend(list.initial_problems(given.as_ref())),
-            Err(e) => problems.push(e),
-        },
+        Some(Ok(list)) => problems.extend(list.initial_problems(given.as_deref())),
+        Some(Err(e)) => problems.push(e),
     }
     match file_mode_at(repo, head, "init.sh")? {
         None => problems.push("the initializer left no init.sh".into()),
@@ -50,13 +47,17 @@ pub fn worker_problems(
     head: Oid,
     assigned: &str,
 ) -> anyhow::Result<Vec<String>> {
-    let before = read_file_at(repo, base, features::FILE_NAME)?.unwrap_or_default();
-    let Some(after) = read_file_at(repo, head, features::FILE_NAME)? else {
+    let before = match features::list_at(repo, base)? {
+        Some(list) => list,
+        None => FeatureList::parse("").map(Into::into),
+    };
+    let Some(after) = features::list_at(repo, head)? else {
         return Ok(vec![format!("{} was deleted", features::FILE_NAME)]);
     };
-    let mut problems = features::passes_only_problems(&before, &after, assigned);
+    let mut problems = features::passes_only_between(&before, &after, assigned);
     if problems.is_empty() {
-        let done = FeatureList::parse(&after)
+        let done = after
+            .as_ref()
             .ok()
             .and_then(|l| l.get(assigned).map(|f| f.passes));
         if done != Some(true) {
@@ -432,8 +433,8 @@ pub fn acceptance_paths(repo: &Repository, base: Oid, head: Oid) -> anyhow::Resu
             found.insert(root);
         }
     }
-    if let Some(text) = read_file_at(repo, head, features::FILE_NAME)? {
-        if let Ok(list) = FeatureList::parse(&text) {
+    if let Some(parsed) = features::list_at(repo, head)? {
+        if let Ok(list) = parsed {
             for check in list.features.iter().filter_map(|f| f.check.as_deref()) {
                 for path in named_paths(check) {
                     let is_file = head_tree

@@ -392,7 +392,7 @@ fn main_of(project: &Project) -> anyhow::Result<Oid> {
 }
 
 fn features_on_main(project: &Project) -> anyhow::Result<FeatureList> {
-    project.features()?.ok_or_else(|| {
+    project.features()?.map(|l| (*l).clone()).ok_or_else(|| {
         bad_input("the project has no features.json on main yet; run `longrun continue` first")
     })
 }

@@ -121,13 +121,13 @@ impl Project {
     }
 
     /// The feature list on main, if the initializer has written one.
-    pub fn features(&self) -> anyhow::Result<Option<FeatureList>> {
+    pub fn features(&self) -> anyhow::Result<Option<Arc<FeatureList>>> {
         let Some(head) = repo::main_head(&self.repo)? else {
             return Ok(None);
         };
-        match repo::read_file_at(&self.repo, head, features::FILE_NAME)? {
+        match features::list_at(&self.repo, head)? {
             None => Ok(None),
-            Some(text) => FeatureList::parse(&text).map(Some).map_err(|e| {
+            Some(parsed) => parsed.map(Some).map_err(|e| {
                 bad_input(format!(
                     "{e} (on main in {}); fix it with a commit on main",
                     self.dir.display()

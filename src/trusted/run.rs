@@ -107,7 +107,7 @@ pub(super) fn next_feature_besides(
     let Some(list) = project.features()? else {
         return Ok(None);
     };
-    Ok(list.features.into_iter().find(|f| {
+    Ok(list.features.iter().cloned().find(|f| {
         !f.passes
             && !busy.contains(&f.id)
             && !history.is_stuck(&f.id, project.config.run.max_attempts)
@@ -501,7 +501,10 @@ fn stop_after(outcome: &SessionOutcome, interrupt: &Interrupt) -> Option<Outcome
 
 /// No feature left to try: done when all pass, stopped early when the rest are stuck.
 fn finished(project: &Project, history: &History, reporter: &Reporter) -> anyhow::Result<Outcome> {
-    let list = project.features()?.map(|l| l.features).unwrap_or_default();
+    let list = project
+        .features()?
+        .map(|l| l.features.clone())
+        .unwrap_or_default();
     let stuck: Vec<&Feature> = list.iter().filter(|f| !f.passes).collect();
     if stuck.is_empty() {
         reporter.line(&format!(

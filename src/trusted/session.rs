@@ -15,7 +15,7 @@ use super::verify::{self, CheckRun};
 use super::{import, workspace};
 use super::{Project, Reporter, Verdict};
 use crate::broker::{self, WorkerEnd, WorkerReport};
-use crate::features::{Feature, FeatureList};
+use crate::features::Feature;
 use crate::model::family::{profile, Profile};
 use crate::model::Provider;
 use crate::protocol::{FeatureBrief, WorkerConfig};
@@ -698,7 +698,7 @@ fn worker_config(
     let features = project.features()?;
     let (passing, total) = features
         .as_ref()
-        .map(|l: &FeatureList| (l.passing(), l.features.len()))
+        .map(|l| (l.passing(), l.features.len()))
         .unwrap_or((0, 0));
     let feature = plan.feature.as_ref().map(|f| FeatureBrief {
         id: f.id.clone(),

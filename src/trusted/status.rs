@@ -21,7 +21,10 @@ fn reason_cell(reasons: &[String]) -> String {
 pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
     let project = Project::open(dir)?;
     let history = project.history()?;
-    let features = project.features()?.map(|l| l.features).unwrap_or_default();
+    let features = project
+        .features()?
+        .map(|l| l.features.clone())
+        .unwrap_or_default();
     let max = project.config.run.max_attempts;
     let (tokens_in, tokens_out) = history.tokens();
     let passing = features.iter().filter(|f| f.passes).count();

@@ -37,17 +37,15 @@ pub fn regressions_due(
     if every == 0 || !number.is_multiple_of(every) {
         return Vec::new();
     }
-    let Ok(Some(text)) = repo::read_file_at(&project.repo, base, features::FILE_NAME) else {
-        return Vec::new();
-    };
-    let Ok(list) = FeatureList::parse(&text) else {
+    let Ok(Some(Ok(list))) = features::list_at(&project.repo, base) else {
         return Vec::new();
     };
     list.features
-        .into_iter()
+        .iter()
         .filter(|f| {
             f.passes && f.check.is_some() && Some(f.id.as_str()) != assigned.map(|a| a.id.as_str())
         })
+        .cloned()
         .collect()
 }
 

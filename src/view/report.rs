@@ -59,9 +59,12 @@ struct Facts {
 
 fn gather(project: &Project) -> anyhow::Result<Facts> {
     let history = project.history()?;
-    let features = project.features()?.unwrap_or(FeatureList {
-        features: Vec::new(),
-    });
+    let features = project.features()?.map_or_else(
+        || FeatureList {
+            features: Vec::new(),
+        },
+        |l| (*l).clone(),
+    );
     let mut counts = PassingCounts::default();
     let passing = history
         .sessions
