@@ -32,6 +32,16 @@ pub struct Feature {
     raw: Value,
 }
 
+/// Where a feature is in the list, as its errors name it (formatted only
+/// when one is).
+struct Position(usize);
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{FILE_NAME}: feature #{}", self.0 + 1)
+    }
+}
+
 /// A parsed feature list.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeatureList {
@@ -43,9 +53,10 @@ impl FeatureList {
     pub fn parse(text: &str) -> Result<FeatureList, String> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| format!("{FILE_NAME} is not valid JSON: {e}"))?;
-        let (items, positional) = match &value {
+        // Taken apart by value: each feature keeps its object as written.
+        let (items, positional) = match value {
             Value::Array(items) => (items, true),
-            Value::Object(map) => match map.get("features") {
+            Value::Object(mut map) => match map.remove("features") {
                 Some(Value::Array(items)) => (items, false),
                 Some(_) => return Err(format!("{FILE_NAME}: `features` must be an array")),
                 None => {
@@ -57,7 +68,7 @@ impl FeatureList {
             _ => return Err(format!("{FILE_NAME} must be an object with a `features` array")),
         };
         let features = items
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(i, item)| Feature::from_value(i, item, positional))
             .collect::<Result<Vec<_>, _>>()?;
@@ -218,8 +229,8 @@ pub fn printable(id: &str) -> String {
 }
 
 impl Feature {
-    fn from_value(index: usize, item: &Value, positional: bool) -> Result<Feature, String> {
-        let at = format!("{FILE_NAME}: feature #{}", index + 1);
+    fn from_value(index: usize, item: Value, positional: bool) -> Result<Feature, String> {
+        let at = Position(index);
         let obj = item
             .as_object()
             .ok_or_else(|| format!("{at} is not an object"))?;
@@ -271,7 +282,7 @@ impl Feature {
             description,
             check,
             passes,
-            raw: item.clone(),
+            raw: item,
         })
     }
 

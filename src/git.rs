@@ -185,12 +185,25 @@ pub fn oneline_log(dir: &Path, max: usize) -> anyhow::Result<String> {
 /// descriptors; past the bound the least recently used pack is closed.
 pub const OPEN_PACKS: usize = 32;
 
-/// Apply [`OPEN_PACKS`]; call once, before any repository is opened.
-pub fn bound_open_packs() {
-    // SAFETY: this sets a libgit2 global; it runs at start-up, before any
-    // thread or repository exists, so nothing reads the setting concurrently.
+/// The largest tree libgit2 keeps in its object cache. Its default, 4 KiB,
+/// leaves out any directory of more than about a hundred entries: every
+/// look-up of a path then inflates, hashes and parses the root tree again,
+/// a dozen times a session. The cache's total stays bounded (256 MiB).
+pub const CACHED_TREE_BYTES: usize = 4 << 20;
+
+/// Apply [`OPEN_PACKS`] and [`CACHED_TREE_BYTES`]; call once, before any
+/// repository is opened.
+pub fn set_limits() {
+    // SAFETY: these set libgit2 globals; this runs at start-up, before any
+    // thread or repository exists, so nothing reads the settings concurrently.
     if let Err(e) = unsafe { git2::opts::set_mwindow_file_limit(OPEN_PACKS) } {
         tracing::warn!("cannot bound the pack files git keeps open: {e}");
+    }
+    // SAFETY: as above.
+    if let Err(e) =
+        unsafe { git2::opts::set_cache_object_limit(git2::ObjectType::Tree, CACHED_TREE_BYTES) }
+    {
+        tracing::warn!("cannot let git cache large trees: {e}");
     }
 }
 

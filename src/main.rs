@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     // so they run before the async runtime is built.
     match cli.command {
         Command::Worker { config } => {
-            longrun::git::bound_open_packs();
+            longrun::git::set_limits();
             return longrun::confined::run_worker(&config);
         }
         Command::Export {
@@ -120,7 +120,7 @@ fn print_bytes(bytes: &[u8]) -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
-    longrun::git::bound_open_packs();
+    longrun::git::set_limits();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -433,16 +433,14 @@ pub fn acceptance_paths(repo: &Repository, base: Oid, head: Oid) -> anyhow::Resu
             found.insert(root);
         }
     }
-    if let Some(parsed) = features::list_at(repo, head)? {
-        if let Ok(list) = parsed {
-            for check in list.features.iter().filter_map(|f| f.check.as_deref()) {
-                for path in named_paths(check) {
-                    let is_file = head_tree
-                        .get_path(std::path::Path::new(&path))
-                        .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Blob));
-                    if is_file && !path.starts_with(".git") {
-                        found.insert(path);
-                    }
+    if let Some(Ok(list)) = features::list_at(repo, head)? {
+        for check in list.features.iter().filter_map(|f| f.check.as_deref()) {
+            for path in named_paths(check) {
+                let is_file = head_tree
+                    .get_path(std::path::Path::new(&path))
+                    .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Blob));
+                if is_file && !path.starts_with(".git") {
+                    found.insert(path);
                 }
             }
         }

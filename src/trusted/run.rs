@@ -107,11 +107,15 @@ pub(super) fn next_feature_besides(
     let Some(list) = project.features()? else {
         return Ok(None);
     };
-    Ok(list.features.iter().cloned().find(|f| {
-        !f.passes
-            && !busy.contains(&f.id)
-            && !history.is_stuck(&f.id, project.config.run.max_attempts)
-    }))
+    Ok(list
+        .features
+        .iter()
+        .find(|f| {
+            !f.passes
+                && !busy.contains(&f.id)
+                && !history.is_stuck(&f.id, project.config.run.max_attempts)
+        })
+        .cloned())
 }
 
 pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {

@@ -263,3 +263,84 @@ fn a_suite_runs_once_and_names_the_regression_by_feature() {
         "{check_of_f1}"
     );
 }
+
+#[test]
+fn regressions_that_pass_are_one_line_and_one_that_fails_is_named() {
+    let env = Env::new();
+    // Sessions 2 and 3 make f1 and f2; session 4 makes f3 and deletes f1.txt.
+    let breaks_f1 = json!([
+        turn(vec![
+            write_file("f3.txt", "3\n"),
+            write_file("features.json", &passing(&["f1", "f2", "f3"])),
+        ]),
+        turn(vec![bash(
+            "git rm -q f1.txt && git add -A && git commit -qm work"
+        )]),
+        done("done"),
+    ]);
+    three_features(
+        &env,
+        &[
+            ("2", worker(&[("f1.txt", "1\n")], &passing(&["f1"]))),
+            ("3", worker(&[("f2.txt", "2\n")], &passing(&["f1", "f2"]))),
+            ("4", breaks_f1),
+        ],
+    );
+    let out = env.run(&[
+        "continue",
+        "--json",
+        "--dir",
+        &env.dir_arg(),
+        "--sessions",
+        "3",
+    ]);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let checks_of = |n: u32| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "check_result" && e["session"] == n)
+            .map(|e| format!("{} {}", e["name"].as_str().unwrap_or(""), e["passed"]))
+            .collect()
+    };
+    // Session 3: f1's check passed again, as one line.
+    let three = checks_of(3);
+    assert!(
+        three.contains(&"regression checks: 1 passing feature still passes true".to_string()),
+        "{three:?}"
+    );
+    assert!(
+        !three.iter().any(|c| c.starts_with("regression check of")),
+        "{three:?}"
+    );
+    let entries: Vec<String> = env
+        .transcript(3)
+        .into_iter()
+        .filter(|e| e["type"] == "check" || e.get("passed").is_some())
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(
+        entries.iter().filter(|e| e.contains("regression")).count(),
+        1,
+        "{entries:?}"
+    );
+    // Session 4: f2 still passes (one line), f1 is named as broken.
+    let four = checks_of(4);
+    assert!(
+        four.contains(&"regression checks: 1 passing feature still passes true".to_string()),
+        "{four:?}"
+    );
+    assert!(
+        four.contains(&"regression check of f1 false".to_string()),
+        "{four:?}"
+    );
+    let log = env.log_json();
+    let s4 = log.iter().find(|s| s["session"] == 4).expect("session 4");
+    assert_eq!(s4["verdict"], "rejected", "{s4}");
+    assert!(
+        s4["reasons"].to_string().contains("broke feature f1"),
+        "{s4}"
+    );
+}
