@@ -10,6 +10,11 @@ use crate::common::*;
 /// A project with an accepted initializer whose model will reject session 2
 /// on `f1` (its check fails) and accept session 3.
 fn initialized_project() -> Env {
+    project_with(|turns| turns)
+}
+
+/// [`initialized_project`] with each worker's script passed through `script`.
+fn project_with(script: impl Fn(Value) -> Value) -> Env {
     let env = Env::new();
     let list = features(&[
         ("f1", false, "test -f a.txt"),
@@ -21,8 +26,8 @@ fn initialized_project() -> Env {
     ]);
     let model = env.model(json!({
         "1": priced(initializer(&list)),
-        "2": priced(worker(&[("wrong.txt", "oops\n")], &done)),
-        "3": priced(worker(&[("a.txt", "hello\n")], &done)),
+        "2": priced(script(worker(&[("wrong.txt", "oops\n")], &done))),
+        "3": priced(script(worker(&[("a.txt", "hello\n")], &done))),
     }));
     let out = env.init("# Spec\nTwo files.\n", &model);
     assert!(out.status.success(), "{}", text(&out));
@@ -379,7 +384,14 @@ fn on_terminal(env: &Env, args: &[&str]) -> String {
 
 #[test]
 fn a_terminal_gets_a_live_status_and_the_verdicts() {
-    let env = initialized_project();
+    // The commit takes a moment, so that the status is drawn while it runs
+    // (it redraws every 120 ms), however fast the machine.
+    let env = project_with(|turns| {
+        let text = turns
+            .to_string()
+            .replace("git commit -qm work", "git commit -qm work && sleep 0.5");
+        serde_json::from_str(&text).unwrap()
+    });
     let screen = on_terminal(
         &env,
         &["continue", "--dir", &env.dir_arg(), "--sessions", "2"],
