@@ -191,8 +191,15 @@ pub const OPEN_PACKS: usize = 32;
 /// a dozen times a session. The cache's total stays bounded (256 MiB).
 pub const CACHED_TREE_BYTES: usize = 4 << 20;
 
-/// Apply [`OPEN_PACKS`] and [`CACHED_TREE_BYTES`]; call once, before any
-/// repository is opened.
+/// The most libgit2's object caches hold in all, in bytes of raw objects
+/// (its default is 256 MiB; a parsed tree takes two to three times its raw
+/// size). A session reads a few trees and commits again and again; past this
+/// the caches drop entries. With the default and large trees cached, a
+/// 1,000-session run's memory grew by 75 KB a session.
+pub const CACHE_BYTES: usize = 4 << 20;
+
+/// Apply [`OPEN_PACKS`], [`CACHED_TREE_BYTES`] and [`CACHE_BYTES`]; call
+/// once, before any repository is opened.
 pub fn set_limits() {
     // SAFETY: these set libgit2 globals; this runs at start-up, before any
     // thread or repository exists, so nothing reads the settings concurrently.
@@ -204,6 +211,14 @@ pub fn set_limits() {
         unsafe { git2::opts::set_cache_object_limit(git2::ObjectType::Tree, CACHED_TREE_BYTES) }
     {
         tracing::warn!("cannot let git cache large trees: {e}");
+    }
+    let size = libc::ssize_t::try_from(CACHE_BYTES).unwrap_or(libc::ssize_t::MAX);
+    // SAFETY: as above; GIT_OPT_SET_CACHE_MAX_SIZE takes one ssize_t.
+    let status = unsafe {
+        libgit2_sys::git_libgit2_opts(libgit2_sys::GIT_OPT_SET_CACHE_MAX_SIZE as libc::c_int, size)
+    };
+    if status < 0 {
+        tracing::warn!("cannot bound git's object cache");
     }
 }
 
