@@ -48,8 +48,10 @@ pub struct Harness<'a> {
     pub attempt: Option<&'a Attempt<'a>>,
 }
 
-/// Makes the message a whole-file session's next attempt starts from.
-pub type Attempt<'a> = dyn Fn(&str, u32) -> Option<String> + 'a;
+/// Makes the message a whole-file session's next attempt starts from,
+/// given what the check said on the best attempt so far (None: no attempt
+/// has written a file yet) and the attempt's number.
+pub type Attempt<'a> = dyn Fn(Option<&str>, u32) -> Option<String> + 'a;
 
 /// Makes the message a whole-file session starts again from, given what
 /// its failing check said; None when there is no file to write.
@@ -106,6 +108,11 @@ pub struct AgentLoop<'a> {
     attempts: u32,
     /// The temperature of this loop's requests, once it is not the configured one.
     temperature: Option<f64>,
+    /// The conversation is an attempt (a whole-file session's message to
+    /// write the files): its requests carry no tools, since the harness
+    /// writes the files and runs the check. Listed tools are something a
+    /// small model sampled hot answers with, in place of code.
+    attempting: bool,
 }
 
 /// Fresh starts a whole-file session gets when its model keeps changing
@@ -198,6 +205,7 @@ impl<'a> AgentLoop<'a> {
             refocused: 0,
             attempts: 0,
             temperature: None,
+            attempting: false,
         }
     }
 
@@ -310,6 +318,9 @@ impl<'a> AgentLoop<'a> {
             let bytes = self.conversation.request_bytes();
             let mut request = self.conversation.request();
             request.temperature = self.temperature;
+            if self.attempting {
+                request.tools.clear();
+            }
             match self.ask(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {
                     self.conversation
@@ -514,7 +525,7 @@ impl<'a> AgentLoop<'a> {
         self.conversation.stub_old_results();
         let changed = self.check_after_edit();
         if let Some(first) = self.next_attempt(calls) {
-            return self.start_attempt(link, first);
+            return self.start_attempt(link, first, "the last one left the check failing");
         }
         if let Some(first) = self.stuck(changed) {
             return self.refocus(link, first);
@@ -590,12 +601,37 @@ impl<'a> AgentLoop<'a> {
         if self.subagent || !wrote || !edit_check.failing() {
             return None;
         }
-        attempt(edit_check.best_failing()?, self.attempts + 2)
+        attempt(edit_check.best_failing(), self.attempts + 2)
+    }
+
+    /// Whole-file sessions with a retry temperature: an answer that wrote
+    /// no file while the feature's check fails is an attempt that came to
+    /// nothing (a small model sampled hot sometimes answers with prose or
+    /// its tool list). The next attempt starts instead of the check rounds.
+    fn attempt_after_nothing(&self) -> Option<String> {
+        let attempt = self.harness.attempt?;
+        let edit_check = self.edit_check.as_ref()?;
+        if self.subagent || !self.attempting || edit_check.passed() {
+            return None;
+        }
+        attempt(edit_check.best_failing(), self.attempts + 2)
+    }
+
+    /// This session's first message is its first attempt.
+    pub fn first_message_is_an_attempt(&mut self) {
+        self.attempting = true;
     }
 
     /// Start the next attempt from `first`, sampled at the retry temperature.
-    fn start_attempt(&mut self, link: &mut WorkerLink, first: String) -> anyhow::Result<Flow> {
+    /// `why`: how the last attempt ended, for the notice.
+    fn start_attempt(
+        &mut self,
+        link: &mut WorkerLink,
+        first: String,
+        why: &str,
+    ) -> anyhow::Result<Flow> {
         self.attempts += 1;
+        self.attempting = true;
         self.idle_turns = 0;
         self.loops.reset();
         self.temperature = self.harness.settings.retry_temperature;
@@ -607,7 +643,7 @@ impl<'a> AgentLoop<'a> {
             link,
             SessionEvent::Notice {
                 text: format!(
-                    "attempt {}: the last one left the check failing; the conversation starts again \
+                    "attempt {}: {why}; the conversation starts again \
                      from the files and the best attempt's failures{at}",
                     self.attempts + 1
                 ),
@@ -790,6 +826,9 @@ impl<'a> AgentLoop<'a> {
         if self.stopping {
             let reason = Some("stopped: the run was interrupted".to_string());
             return Ok(Flow::End(self.end(WorkerEnd::Stopped, reason)));
+        }
+        if let Some(first) = self.attempt_after_nothing() {
+            return self.start_attempt(link, first, "the last answer wrote no file");
         }
         if let Some(flow) = self.nudge(link)? {
             return Ok(flow);

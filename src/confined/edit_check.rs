@@ -133,6 +133,11 @@ impl EditCheck {
         Some(message)
     }
 
+    /// The check passed at its last run.
+    pub fn passed(&self) -> bool {
+        self.last.as_ref().is_some_and(|c| c.score.passed)
+    }
+
     /// Whether the check failed on the state last looked at.
     pub fn failing(&self) -> bool {
         self.last.as_ref().is_some_and(|c| !c.score.passed)

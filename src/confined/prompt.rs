@@ -276,6 +276,35 @@ pub fn files_at_start(config: &WorkerConfig, workspace: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// The first message of a whole-file session that makes attempts, when its
+/// feature's check fails at the start: the assignment, the files, what the
+/// check says, and the one thing to do. A small model given the usual
+/// first message spends its first turns running the check the harness
+/// already ran. None without a feature or a file to write.
+/// `at_start`: [`files_at_start`]; `files`: the session's [`files_to_change`].
+pub fn first_attempt_message(
+    config: &WorkerConfig,
+    at_start: &str,
+    files: &[String],
+    failing: &str,
+) -> Option<String> {
+    let feature = config.feature.as_ref()?;
+    if files.is_empty() {
+        return None;
+    }
+    let names = quoted(files);
+    Some(format!(
+        "[harness] Attempt 1. Your feature `{id}`: {description}\n\n{at_start}\
+         Its check `{check}` fails now: {failing}\n\n\
+         Write {names} so that every test passes. \
+         Reply with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
+         The harness writes it, runs the check and keeps the best attempt.",
+        id = feature.id,
+        description = description(feature),
+        check = feature.check.as_deref().unwrap_or(""),
+    ))
+}
+
 /// The message a whole-file session's next attempt starts from, once an
 /// attempt left the check failing: the assignment, the files as the session
 /// found them (not the last attempt: shown its own file, a small model

@@ -113,7 +113,8 @@ fn run_agent(
     // And once an attempt leaves the check failing, it starts again from the
     // files as they were, sampled at the retry temperature.
     let at_start = prompt::files_at_start(config, &ctx.workspace);
-    let attempt = |failing: &str, n: u32| {
+    let attempt = |best: Option<&str>, n: u32| {
+        let failing = best.or(failing.as_deref())?;
         prompt::attempt_message(config, &at_start, &files_to_change, failing, n)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
@@ -129,7 +130,11 @@ fn run_agent(
         attempt: retries.then_some(&attempt as &Attempt),
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
-    let first = prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref());
+    // Attempts start at the first: the files and what the check says.
+    let first_attempt = failing
+        .as_deref()
+        .filter(|_| retries)
+        .and_then(|f| prompt::first_attempt_message(config, &at_start, &files_to_change, f));
     let mut limits = config.budget.clone();
     if failpoint("worker-overspends", config.session) {
         limits.steps *= 7;
@@ -138,7 +143,14 @@ fn run_agent(
         limits.cost_usd = limits.cost_usd.map(|c| c * 7.0);
     }
     let budget = Budget::new(limits);
+    let attempting = first_attempt.is_some();
+    let first = first_attempt.unwrap_or_else(|| {
+        prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref())
+    });
     let mut agent = AgentLoop::session(harness, budget, system, first);
+    if attempting {
+        agent.first_message_is_an_attempt();
+    }
     let report = match agent.run(link) {
         Ok(outcome) => WorkerReport {
             ended: outcome.ended,

@@ -454,6 +454,27 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
         requests[0].get("temperature").is_none(),
         "the first attempt at the configured temperature"
     );
+    // The first attempt starts at once from the files and what the check
+    // says: the model need not run the check the harness already ran.
+    let first = messages(&requests[0]);
+    let opening = first
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap();
+    assert!(
+        opening.starts_with("[harness] Attempt 1. Your feature `F001`: Make m.py say a and b"),
+        "{opening}"
+    );
+    assert!(opening.contains("m.py\n```\npass\n```"), "{opening}");
+    assert!(
+        opening.contains("Its check `python3 t.py` fails now: "),
+        "{opening}"
+    );
+    assert!(
+        opening.contains("Reply with the complete new `m.py`"),
+        "{opening}"
+    );
     for (n, request) in requests[1..3].iter().enumerate() {
         assert_eq!(request["temperature"], 0.8, "{request:#}");
         let m = messages(request);
@@ -497,6 +518,56 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
         "print('a b')",
         "the passing attempt is on main"
     );
+}
+
+#[test]
+fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
+    // Qwen2.5-Coder 1.5B, sampled at 0.8, once answered an attempt with the
+    // tool list from its prompt and no code; that ended the session.
+    let env = Env::new();
+    let test = "import unittest\nbody = open('m.py').read()\n\n\
+                class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
+                \x20   def test_b(self):\n        self.assertIn('b', body)\n\n\
+                unittest.main()\n";
+    let init = one_file_feature(
+        "Make m.py say a and b",
+        "python3 t.py",
+        &[("m.py", "pass\n"), ("t.py", test)],
+    );
+    let worker = json!([
+        done("m.py\n```python\nprint('a')\n```\n"),
+        done("<tools>\n<function name=\"bash\" description=\"Run a command\"></function>\n</tools>"),
+        done("m.py\n```python\nprint('a b')\n```\n"),
+        done("Done.")
+    ]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    for request in &requests[..3] {
+        let tools = request["tools"].as_array().map_or(0, Vec::len);
+        assert_eq!(tools, 0, "an attempt lists no tools: {request:#}");
+    }
+    let third = &requests[2];
+    assert_eq!(third["temperature"], 0.8, "{third:#}");
+    let m = messages(third);
+    assert_eq!(m.len(), 1, "the attempt starts afresh: {m:#?}");
+    let text = m[0]["content"].as_str().unwrap();
+    assert!(text.starts_with("[harness] Attempt 3. "), "{text}");
+    let notices: Vec<String> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "notice")
+        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("attempt 3: the last answer wrote no file; ")),
+        "{notices:#?}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
 }
 
 /// Initialise with `init`, turn on whole-file edits, the harness's
