@@ -46,6 +46,8 @@ pub struct Harness<'a> {
     /// message the next attempt starts from, given what the best attempt's
     /// check said and the attempt's number (None: no file to write).
     pub attempt: Option<&'a Attempt<'a>>,
+    /// The system prompt of those attempts.
+    pub attempt_system: Option<&'a str>,
 }
 
 /// Makes the message a whole-file session's next attempt starts from,
@@ -109,9 +111,10 @@ pub struct AgentLoop<'a> {
     /// The temperature of this loop's requests, once it is not the configured one.
     temperature: Option<f64>,
     /// The conversation is an attempt (a whole-file session's message to
-    /// write the files): its requests carry no tools, since the harness
-    /// writes the files and runs the check. Listed tools are something a
-    /// small model sampled hot answers with, in place of code.
+    /// write the files): its requests carry no tools and the attempt's
+    /// system prompt, since the harness writes the files and runs the
+    /// check. Listed tools are something a small model sampled hot answers
+    /// with, in place of code.
     attempting: bool,
 }
 
@@ -318,8 +321,9 @@ impl<'a> AgentLoop<'a> {
             let bytes = self.conversation.request_bytes();
             let mut request = self.conversation.request();
             request.temperature = self.temperature;
-            if self.attempting {
+            if let Some(system) = self.harness.attempt_system.filter(|_| self.attempting) {
                 request.tools.clear();
+                request.system = system.to_string();
             }
             match self.ask(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {

@@ -41,6 +41,25 @@ pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) 
     text
 }
 
+/// The system prompt of a whole-file session's attempts: what to answer,
+/// and the repo's AGENTS.md and CLAUDE.md. The worker's template, its tools
+/// and its workflow are left out: in an attempt the harness writes the files,
+/// runs the check and commits, and a small model answers better the less
+/// there is besides the task (the bare model, one request and no system
+/// prompt, did better than the whole worker prompt).
+pub fn attempt_system_prompt(config: &WorkerConfig, workspace: &Path) -> String {
+    let mut text = ATTEMPT_PROMPT.to_string();
+    text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
+    text
+}
+
+const ATTEMPT_PROMPT: &str = "You write code for a software project. Each message gives you one feature, \
+the files it names as they are, and what the feature's check says. Reply with the complete new content of \
+each file you change, in a fenced code block with the file's path alone on the line before it:\n\n\
+duration.py\n```python\ndef parse_duration(text):\n    return 0\n```\n\n\
+Write whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
+runs the check and commits.\n";
+
 /// How this session's harness settings change the work: whole-file edits,
 /// the check run after edits.
 fn harness_help(config: &WorkerConfig) -> String {

@@ -27,6 +27,15 @@ pub struct FileBlock {
 /// The path-headed blocks of `text`, in order. Blocks cut off by the end of
 /// the answer are left out: their content is not whole.
 pub fn file_blocks(text: &str) -> Vec<FileBlock> {
+    let blocks = headed_blocks(text);
+    if blocks.is_empty() {
+        return fenced_path_then_code(text);
+    }
+    blocks
+}
+
+/// Blocks headed by their path, before the fence or in its info string.
+fn headed_blocks(text: &str) -> Vec<FileBlock> {
     fences(text)
         .into_iter()
         .filter(|b| b.closed)
@@ -44,6 +53,44 @@ pub fn file_blocks(text: &str) -> Vec<FileBlock> {
             })
         })
         .collect()
+}
+
+/// A path fenced on its own with the code right after it, as Qwen2.5-Coder
+/// 1.5B sometimes answers: "```\nduration.py\n```python\n<code>\n```". The
+/// fence that closes the path opens the code (a language word after it),
+/// and the code runs to the next fence at a line's start.
+fn fenced_path_then_code(text: &str) -> Vec<FileBlock> {
+    let mut found = Vec::new();
+    for b in fences(text).into_iter().filter(|b| b.closed) {
+        let named = b.body.trim();
+        let Some(path) = as_path(named).filter(|_| !named.contains('\n')) else {
+            continue;
+        };
+        let rest = &text[b.span.end..];
+        let Some(line_end) = rest.find('\n') else {
+            continue;
+        };
+        let lang = rest[..line_end].trim();
+        let a_word = !lang.is_empty() && lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '+');
+        if !a_word {
+            continue;
+        }
+        let start = b.span.end + line_end + 1;
+        let Some(close) = text[start..].find("\n```").map(|i| start + i + 1) else {
+            continue;
+        };
+        let content = text[start..close].to_string();
+        if content.trim().is_empty() {
+            continue;
+        }
+        found.push(FileBlock {
+            path,
+            elided: ELISION.as_ref().is_some_and(|re| re.is_match(&content)),
+            content,
+            span: b.span.start..close + 3,
+        });
+    }
+    found
 }
 
 /// The one file a session has to change, written in a block without its
@@ -173,6 +220,26 @@ const KNOWN_NAMES: &[&str] = &["Makefile", "Dockerfile", "Justfile", "Gemfile", 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_path_fenced_on_its_own_heads_the_code_after_it() {
+        // What Qwen2.5-Coder 1.5B answered to an attempt at temperature 0.8.
+        let code = "import re\n\ndef parse_duration(text):\n    return 0\n";
+        let answer = format!("```\nduration.py\n```python\n{code}```\n");
+        let blocks = file_blocks(&answer);
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0].path, "duration.py");
+        assert_eq!(blocks[0].content, code);
+        assert_eq!(blocks[0].span, 0..answer.trim_end().len());
+        // Not when the code is cut off, nor a fenced word that is no path,
+        // nor a fenced path with nothing after it.
+        assert!(file_blocks("```\nduration.py\n```python\nx = 1\n").is_empty());
+        assert!(file_blocks("```\nhello\n```python\nx = 1\n```\n").is_empty());
+        assert!(file_blocks("```\nduration.py\n```\nThat is the file.\n").is_empty());
+        // A block headed the usual way is taken as it is.
+        let usual = format!("duration.py\n```python\n{code}```\n");
+        assert_eq!(file_blocks(&usual)[0].content, code);
+    }
 
     #[test]
     fn a_block_without_its_path_is_the_one_file_when_its_language_is_that_files() {

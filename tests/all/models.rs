@@ -547,6 +547,11 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     for request in &requests[..3] {
         let tools = request["tools"].as_array().map_or(0, Vec::len);
         assert_eq!(tools, 0, "an attempt lists no tools: {request:#}");
+        let system = request["system"].as_str().unwrap_or("");
+        assert!(
+            system.starts_with("You write code for a software project."),
+            "an attempt's own system prompt: {system}"
+        );
     }
     let third = &requests[2];
     assert_eq!(third["temperature"], 0.8, "{third:#}");
