@@ -113,6 +113,7 @@ fn run_context_session(workspace: &Path, steps: u32, settings: &HarnessSettings)
         files_to_change: &[],
         refocus: None,
         attempt: None,
+        attempt_system: None,
     };
     let budget = Budget::new(BudgetSection {
         steps,

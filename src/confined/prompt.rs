@@ -295,46 +295,21 @@ pub fn files_at_start(config: &WorkerConfig, workspace: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The first message of a whole-file session that makes attempts, when its
-/// feature's check fails at the start: the assignment, the files, what the
-/// check says, and the one thing to do. A small model given the usual
-/// first message spends its first turns running the check the harness
-/// already ran. None without a feature or a file to write.
-/// `at_start`: [`files_at_start`]; `files`: the session's [`files_to_change`].
-pub fn first_attempt_message(
-    config: &WorkerConfig,
-    at_start: &str,
-    files: &[String],
-    failing: &str,
-) -> Option<String> {
-    let feature = config.feature.as_ref()?;
-    if files.is_empty() {
-        return None;
-    }
-    let names = quoted(files);
-    Some(format!(
-        "[harness] Attempt 1. Your feature `{id}`: {description}\n\n{at_start}\
-         Its check `{check}` fails now: {failing}\n\n\
-         Write {names} so that every test passes. \
-         Reply with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
-         The harness writes it, runs the check and keeps the best attempt.",
-        id = feature.id,
-        description = description(feature),
-        check = feature.check.as_deref().unwrap_or(""),
-    ))
-}
-
-/// The message a whole-file session's next attempt starts from, once an
-/// attempt left the check failing: the assignment, the files as the session
-/// found them (not the last attempt: shown its own file, a small model
-/// writes it again), what the best attempt so far failed, and a request for
+/// The message a whole-file session's attempt `attempt` starts from: the
+/// assignment, the files as the session found them (not the last attempt:
+/// shown its own file, a small model writes it again), what the check says,
+/// and the one thing to do. Attempt 1 is the session's first message when
+/// the check fails at the start (a small model given the usual first
+/// message spends its first turns running the check the harness already
+/// ran); a later one says what the best attempt so far failed and asks for
 /// a different file. None without a feature or a file to write.
-/// `at_start`: [`files_at_start`]; `files`: the session's [`files_to_change`].
+/// `at_start`: [`files_at_start`]; `files`: the session's [`files_to_change`];
+/// `failing`: what the check said at the start, or on the best attempt.
 pub fn attempt_message(
     config: &WorkerConfig,
     at_start: &str,
     files: &[String],
-    best_failing: &str,
+    failing: &str,
     attempt: u32,
 ) -> Option<String> {
     let feature = config.feature.as_ref()?;
@@ -342,15 +317,27 @@ pub fn attempt_message(
         return None;
     }
     let names = quoted(files);
+    let check = feature.check.as_deref().unwrap_or("");
+    let (said, asked) = match attempt {
+        1 => (
+            format!("Its check `{check}` fails now: {failing}"),
+            format!("Write {names} so that every test passes."),
+        ),
+        _ => (
+            format!(
+                "An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {failing}"
+            ),
+            format!(
+                "Write a new {names} that makes every test pass, taking a different approach from the earlier attempts."
+            ),
+        ),
+    };
     Some(format!(
-        "[harness] Attempt {attempt}. Your feature `{id}`: {description}\n\n{at_start}\
-         An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {best_failing}\n\n\
-         Write a new {names} that makes every test pass, taking a different approach from the earlier attempts. \
+        "[harness] Attempt {attempt}. Your feature `{id}`: {description}\n\n{at_start}{said}\n\n{asked} \
          Reply with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
          The harness writes it, runs the check and keeps the best attempt.",
         id = feature.id,
         description = description(feature),
-        check = feature.check.as_deref().unwrap_or(""),
     ))
 }
 

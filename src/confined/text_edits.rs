@@ -71,7 +71,8 @@ fn fenced_path_then_code(text: &str) -> Vec<FileBlock> {
             continue;
         };
         let lang = rest[..line_end].trim();
-        let a_word = !lang.is_empty() && lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '+');
+        let a_word =
+            !lang.is_empty() && lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '+');
         if !a_word {
             continue;
         }

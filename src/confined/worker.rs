@@ -136,7 +136,7 @@ fn run_agent(
     let first_attempt = failing
         .as_deref()
         .filter(|_| retries)
-        .and_then(|f| prompt::first_attempt_message(config, &at_start, &files_to_change, f));
+        .and_then(|f| prompt::attempt_message(config, &at_start, &files_to_change, f, 1));
     let mut limits = config.budget.clone();
     if failpoint("worker-overspends", config.session) {
         limits.steps *= 7;

@@ -430,16 +430,7 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
     // from the files as they were and what the best attempt failed, sampled
     // at `[harness] retry_temperature`.
     let env = Env::new();
-    let test = "import unittest\nbody = open('m.py').read()\n\n\
-                class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
-                \x20   def test_b(self):\n        self.assertIn('b', body)\n\n\
-                unittest.main()\n";
-    let check = "python3 t.py";
-    let init = one_file_feature(
-        "Make m.py say a and b",
-        check,
-        &[("m.py", "pass\n"), ("t.py", test)],
-    );
+    let init = m_py_says_a_and_b();
     let worker = json!([
         done("m.py\n```python\nprint('a')\n```\n"),
         done("m.py\n```python\nprint('x')\n```\n"),
@@ -525,18 +516,12 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     // Qwen2.5-Coder 1.5B, sampled at 0.8, once answered an attempt with the
     // tool list from its prompt and no code; that ended the session.
     let env = Env::new();
-    let test = "import unittest\nbody = open('m.py').read()\n\n\
-                class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
-                \x20   def test_b(self):\n        self.assertIn('b', body)\n\n\
-                unittest.main()\n";
-    let init = one_file_feature(
-        "Make m.py say a and b",
-        "python3 t.py",
-        &[("m.py", "pass\n"), ("t.py", test)],
-    );
+    let init = m_py_says_a_and_b();
     let worker = json!([
         done("m.py\n```python\nprint('a')\n```\n"),
-        done("<tools>\n<function name=\"bash\" description=\"Run a command\"></function>\n</tools>"),
+        done(
+            "<tools>\n<function name=\"bash\" description=\"Run a command\"></function>\n</tools>"
+        ),
         done("m.py\n```python\nprint('a b')\n```\n"),
         done("Done.")
     ]);
@@ -573,6 +558,20 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
     assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
+}
+
+/// An initializer's script: one feature, `m.py` (a stub) must say a and b,
+/// checked by `python3 t.py`, two unittest tests.
+fn m_py_says_a_and_b() -> Value {
+    let test = "import unittest\nbody = open('m.py').read()\n\n\
+                class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
+                \x20   def test_b(self):\n        self.assertIn('b', body)\n\n\
+                unittest.main()\n";
+    one_file_feature(
+        "Make m.py say a and b",
+        "python3 t.py",
+        &[("m.py", "pass\n"), ("t.py", test)],
+    )
 }
 
 /// Initialise with `init`, turn on whole-file edits, the harness's

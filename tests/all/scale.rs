@@ -34,6 +34,21 @@ fn passing(done: &[&str]) -> String {
     features(&items)
 }
 
+/// A worker that makes `id`'s file, marks `ids` passing, and deletes f1.txt.
+fn makes_and_deletes_f1(id: &str, ids: &[&str]) -> Value {
+    let n = id.trim_start_matches('f');
+    json!([
+        turn(vec![
+            write_file(&format!("{id}.txt"), &format!("{n}\n")),
+            write_file("features.json", &passing(ids)),
+        ]),
+        turn(vec![bash(
+            "git rm -q f1.txt && git add -A && git commit -qm work"
+        )]),
+        done("done"),
+    ])
+}
+
 fn packs(project: &Path) -> usize {
     std::fs::read_dir(project.join(".git/objects/pack"))
         .map(|d| {
@@ -214,16 +229,7 @@ fn gc_prunes_old_sessions_but_not_main_or_transcripts_and_status_shows_the_disk(
 fn a_suite_runs_once_and_names_the_regression_by_feature() {
     let env = Env::new();
     // Session 3 claims f2 but deletes f1.txt: the suite must blame f1.
-    let breaks_f1 = json!([
-        turn(vec![
-            write_file("f2.txt", "2\n"),
-            write_file("features.json", &passing(&["f1", "f2"])),
-        ]),
-        turn(vec![bash(
-            "git rm -q f1.txt && git add -A && git commit -qm work"
-        )]),
-        done("done"),
-    ]);
+    let breaks_f1 = makes_and_deletes_f1("f2", &["f1", "f2"]);
     three_features(
         &env,
         &[
@@ -268,16 +274,7 @@ fn a_suite_runs_once_and_names_the_regression_by_feature() {
 fn regressions_that_pass_are_one_line_and_one_that_fails_is_named() {
     let env = Env::new();
     // Sessions 2 and 3 make f1 and f2; session 4 makes f3 and deletes f1.txt.
-    let breaks_f1 = json!([
-        turn(vec![
-            write_file("f3.txt", "3\n"),
-            write_file("features.json", &passing(&["f1", "f2", "f3"])),
-        ]),
-        turn(vec![bash(
-            "git rm -q f1.txt && git add -A && git commit -qm work"
-        )]),
-        done("done"),
-    ]);
+    let breaks_f1 = makes_and_deletes_f1("f3", &["f1", "f2", "f3"]);
     three_features(
         &env,
         &[
