@@ -79,8 +79,8 @@ fn main() {
         keep: args.iter().any(|a| a == "--keep"),
     };
     let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
-    // --passing N: the small and flat shapes start with N features passing
-    // (what session N of a long run has, without its history).
+    // --passing N: the flat, small and big shapes start with N features
+    // passing (what session N of a long run has, without its history).
     let small: usize = value("--passing").map_or(small, |v| v.parse().expect("--passing N"));
     let shapes = [
         Shape {

@@ -322,11 +322,8 @@ pub type Parsed = Result<Arc<FeatureList>, String>;
 /// and a list of a thousand features takes milliseconds to parse. A blob's
 /// id is the hash of its content, so a version is the same in every repository.
 pub fn list_at(repo: &Repository, commit: Oid) -> anyhow::Result<Option<Parsed>> {
-    let tree = repo.find_commit(commit)?.tree()?;
-    let entry = match tree.get_path(std::path::Path::new(FILE_NAME)) {
-        Ok(e) => e,
-        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let Some(entry) = crate::git::entry_at(repo, commit, FILE_NAME)? else {
+        return Ok(None);
     };
     let id = entry.id();
     if let Some(hit) = cached(id) {

@@ -97,13 +97,24 @@ pub fn descends_from(repo: &Repository, head: Oid, base: Oid) -> anyhow::Result<
     Ok(head == base || repo.graph_descendant_of(head, base)?)
 }
 
+/// The tree entry of `path` at commit `oid`, or None when it does not exist there.
+pub fn entry_at(
+    repo: &Repository,
+    oid: Oid,
+    path: &str,
+) -> anyhow::Result<Option<git2::TreeEntry<'static>>> {
+    let tree = repo.find_commit(oid)?.tree()?;
+    match tree.get_path(Path::new(path)) {
+        Ok(e) => Ok(Some(e)),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The text of `path` at commit `oid`, or None when it does not exist there.
 pub fn read_file_at(repo: &Repository, oid: Oid, path: &str) -> anyhow::Result<Option<String>> {
-    let tree = repo.find_commit(oid)?.tree()?;
-    let entry = match tree.get_path(Path::new(path)) {
-        Ok(e) => e,
-        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let Some(entry) = entry_at(repo, oid, path)? else {
+        return Ok(None);
     };
     let blob = entry.to_object(repo)?.peel_to_blob()?;
     Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))

@@ -491,12 +491,7 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
             "{text}"
         );
     }
-    let notices: Vec<String> = env
-        .transcript(2)
-        .into_iter()
-        .filter(|e| e["event"]["kind"] == "notice")
-        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
-        .collect();
+    let notices = notices(&env, 2);
     assert!(
         notices.iter().any(|n| n.starts_with(
             "attempt 2: the last one left the check failing; the conversation starts again from the files and the best attempt's failures, sampled at temperature 0.8"
@@ -544,12 +539,7 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     assert_eq!(m.len(), 1, "the attempt starts afresh: {m:#?}");
     let text = m[0]["content"].as_str().unwrap();
     assert!(text.starts_with("[harness] Attempt 3. "), "{text}");
-    let notices: Vec<String> = env
-        .transcript(2)
-        .into_iter()
-        .filter(|e| e["event"]["kind"] == "notice")
-        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
-        .collect();
+    let notices = notices(&env, 2);
     assert!(
         notices
             .iter()
@@ -572,6 +562,15 @@ fn m_py_says_a_and_b() -> Value {
         "python3 t.py",
         &[("m.py", "pass\n"), ("t.py", test)],
     )
+}
+
+/// The texts of session `n`'s notices, in order.
+fn notices(env: &Env, n: u32) -> Vec<String> {
+    env.transcript(n)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "notice")
+        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
+        .collect()
 }
 
 /// Initialise with `init`, turn on whole-file edits, the harness's
@@ -651,12 +650,7 @@ fn starts_again_from_the_files(idle: [String; 2]) {
         again.ends_with("Reply now with the complete new `m.py`: one fenced code block per file, the file's path alone on the line before it. Write the whole file, no tool call and no command: the harness writes it and runs the check."),
         "{again}"
     );
-    let notices: Vec<String> = env
-        .transcript(2)
-        .into_iter()
-        .filter(|e| e["event"]["kind"] == "notice")
-        .map(|e| e["event"]["text"].as_str().unwrap_or("").to_string())
-        .collect();
+    let notices = notices(&env, 2);
     assert!(
         notices.iter().any(|n| n
             .starts_with("refocused: two turns in a row changed no file while the check fails")),
