@@ -233,9 +233,85 @@ pub fn set_limits() {
     }
 }
 
+/// Give `repo` a freshly opened object database, dropping the packs a
+/// repack deleted. libgit2 adds new packs to an open repository's list but
+/// never removes the ones that are gone: their indexes stay mapped (and on
+/// disk, unlinked) and every look-up that misses searches them all, so a
+/// long-lived handle slows down and grows with every pack it ever saw.
+pub fn forget_deleted_packs(repo: &Repository) -> anyhow::Result<()> {
+    let fresh = Repository::open(repo.path())?;
+    // The database outlives `fresh` through its reference count; it then has
+    // no owner and caches raw objects in its own cache (the same global cap).
+    repo.set_odb(&fresh.odb()?)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Mappings of this process that are pack indexes under `dir` and
+    /// deleted.
+    fn deleted_indexes_mapped(dir: &Path) -> usize {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let dir = dir.to_str().unwrap();
+        maps.lines()
+            .filter(|l| l.contains(dir) && l.contains(".idx") && l.ends_with("(deleted)"))
+            .count()
+    }
+
+    #[test]
+    fn a_repository_forgets_the_packs_a_repack_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q"]);
+        let mut blobs = Vec::new();
+        for i in 0..5 {
+            std::fs::write(dir.path().join("f"), format!("version {i}\n")).unwrap();
+            blobs.push(git(&["hash-object", "-w", "f"]).trim().to_string());
+            git(&["add", "f"]);
+            git(&[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "v",
+            ]);
+            // One more pack, of what the commit added.
+            git(&["repack", "-d", "-q"]);
+        }
+        let repo = Repository::open(dir.path()).unwrap();
+        let read_all = || {
+            for blob in &blobs {
+                repo.find_blob(Oid::from_str(blob).unwrap()).unwrap();
+            }
+            // A miss searches every pack the repository knows.
+            assert!(repo
+                .find_blob(Oid::hash_object(git2::ObjectType::Blob, b"none").unwrap())
+                .is_err());
+        };
+        read_all();
+        git(&["repack", "-a", "-d", "-q"]);
+        read_all();
+        assert!(
+            deleted_indexes_mapped(dir.path()) >= 5,
+            "{}",
+            std::fs::read_to_string("/proc/self/maps").unwrap()
+        );
+        forget_deleted_packs(&repo).unwrap();
+        read_all();
+        assert_eq!(deleted_indexes_mapped(dir.path()), 0);
+    }
 
     #[test]
     fn build_output_is_known_by_directory_and_suffix() {

@@ -13,7 +13,11 @@
 //! The run uses `git repack --geometric`, which only ever merges whole packs
 //! and packs loose objects, never dropping one: a session importing its work
 //! while it runs loses nothing. libgit2 skips the packs that disappear and
-//! finds the new one when an object is not where it looked.
+//! finds the new one when an object is not where it looked, but it never
+//! drops a pack from an open repository's list: each one stays mapped and
+//! is searched at every look-up that misses. So after a roll-up the run
+//! gives its repository a freshly opened object database
+//! ([`Project::forget_deleted_packs`](super::Project::forget_deleted_packs)).
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -120,6 +120,14 @@ impl Project {
         Ok(Arc::clone(&cached))
     }
 
+    /// Drop the packs a repack deleted from the project's open repository
+    /// ([`crate::git::forget_deleted_packs`]): a long run would otherwise
+    /// slow down and grow with every pack it ever rolled up.
+    pub fn forget_deleted_packs(&self) -> anyhow::Result<()> {
+        crate::git::forget_deleted_packs(&self.repo)
+            .with_context(|| format!("cannot open {} again", self.repo.path().display()))
+    }
+
     /// The feature list on main, if the initializer has written one.
     pub fn features(&self) -> anyhow::Result<Option<Arc<FeatureList>>> {
         let Some(head) = repo::main_head(&self.repo)? else {

@@ -371,7 +371,12 @@ fn tell_about_failure(
 /// that fails is a warning, the run goes on.
 fn compact_objects(project: &Project) {
     match super::compact::compact_if_due(project.repo.path()) {
-        Ok(true) => tracing::info!("rolled up the project's packs"),
+        Ok(true) => {
+            tracing::info!("rolled up the project's packs");
+            if let Err(e) = project.forget_deleted_packs() {
+                tracing::warn!("the project's objects could not be opened again: {e:#}");
+            }
+        }
         Ok(false) => {}
         Err(e) => tracing::warn!("the project's objects could not be repacked: {e:#}"),
     }
