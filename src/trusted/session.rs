@@ -442,8 +442,13 @@ impl Checked<'_> {
         phases.mark("rules");
         let place = verify::prepare_checkout(project, self.dir, candidate)?;
         phases.mark("checkout");
-        let regressions =
-            verify::regressions_due(project, plan.number, main_now, plan.feature.as_ref());
+        let listed = crate::features::list_at(&project.repo, main_now)
+            .ok()
+            .flatten()
+            .and_then(Result::ok);
+        let regressions = listed.as_deref().map_or_else(Vec::new, |list| {
+            verify::regressions_due(project, plan.number, list, plan.feature.as_ref())
+        });
         let checks: Vec<CheckRun> = verify::run_checks(
             project,
             &place,

@@ -18,7 +18,8 @@
 //! Each feature gets its own [`CheckRun`] named like a regression check, so a
 //! regression is still named by feature in the verdict.
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -77,17 +78,16 @@ pub fn read_results(path: &Path) -> String {
 
 /// The suite's run turned into one regression [`CheckRun`] per feature.
 /// `passed` is whether the suite exited 0; `output_tail` is its output.
-pub fn regression_runs(
-    features: &[Feature],
+pub fn regression_runs<F: Borrow<Feature>>(
+    features: &[F],
     command: &str,
     passed: bool,
     output_tail: &str,
     results: &str,
 ) -> Vec<CheckRun> {
     let reported = parse_results(results);
-    let mut failing: Vec<&str> = features
-        .iter()
-        .map(|f| f.id.as_str())
+    let ids = || features.iter().map(|f| f.borrow().id.as_str());
+    let mut failing: HashSet<&str> = ids()
         .filter(|id| match reported.get(*id) {
             Some(ok) => !ok,
             None => !passed,
@@ -95,21 +95,20 @@ pub fn regression_runs(
         .collect();
     let mut blame = "the suite reported it failed";
     if !passed && failing.is_empty() {
-        failing = features.iter().map(|f| f.id.as_str()).collect();
+        failing = ids().collect();
         blame = "the suite failed and reported no failing feature";
     }
-    features
-        .iter()
-        .map(|f| {
-            let failed = failing.contains(&f.id.as_str());
-            let why = match reported.get(&f.id) {
+    ids()
+        .map(|id| {
+            let failed = failing.contains(id);
+            let why = match reported.get(id) {
                 None if failed && blame.starts_with("the suite reported") => {
                     "the suite failed and reported nothing for it"
                 }
                 _ => blame,
             };
             CheckRun {
-                name: format!("{REGRESSION} {}", f.id),
+                name: format!("{REGRESSION} {id}"),
                 command: command.to_string(),
                 passed: !failed,
                 output_tail: if failed {
@@ -119,7 +118,7 @@ pub fn regression_runs(
                 },
                 network: Vec::new(),
                 kind: StepKind::Regression,
-                feature: Some(f.id.clone()),
+                feature: Some(id.to_string()),
                 outcome: if failed {
                     Outcome::Failed(1)
                 } else {

@@ -27,25 +27,21 @@ pub const REGRESSION: &str = "regression check of";
 
 /// The features whose checks this session's verification runs again: every
 /// feature passing at the base but the assigned one, every Nth session.
-pub fn regressions_due(
+pub fn regressions_due<'l>(
     project: &Project,
     number: u32,
-    base: Oid,
+    list: &'l FeatureList,
     assigned: Option<&Feature>,
-) -> Vec<Feature> {
+) -> Vec<&'l Feature> {
     let every = project.config.run.regressions_every;
     if every == 0 || !number.is_multiple_of(every) {
         return Vec::new();
     }
-    let Ok(Some(Ok(list))) = features::list_at(&project.repo, base) else {
-        return Vec::new();
-    };
     list.features
         .iter()
         .filter(|f| {
             f.passes && f.check.is_some() && Some(f.id.as_str()) != assigned.map(|a| a.id.as_str())
         })
-        .cloned()
         .collect()
 }
 
@@ -251,7 +247,7 @@ pub async fn run_checks(
     place: &CheckPlace<'_>,
     role: Role,
     feature: Option<&Feature>,
-    regressions: &[Feature],
+    regressions: &[&Feature],
 ) -> anyhow::Result<Vec<CheckRun>> {
     let main = repo::main_head(&project.repo)?.context("main has no commits")?;
     super::acceptance::overlay(project, main, &place.dir)?;
@@ -304,7 +300,7 @@ fn plan_steps(
     place: &CheckPlace<'_>,
     role: Role,
     feature: Option<&Feature>,
-    regressions: &[Feature],
+    regressions: &[&Feature],
 ) -> anyhow::Result<Plan> {
     // From the candidate's tree: an overlay checkout's directory holds only
     // what differs from main.
@@ -460,7 +456,7 @@ impl<'a> Runner<'a> {
     /// `[checks] suite`: one step in place of the regression checks, told
     /// where to write its per-feature results (in its own fresh TMPDIR, read
     /// without following a symlink); the verdict rests on its exit status.
-    async fn run_suite(&self, index: usize, step: Step, regressions: &[Feature]) -> Vec<CheckRun> {
+    async fn run_suite(&self, index: usize, step: Step, regressions: &[&Feature]) -> Vec<CheckRun> {
         let scratch = self.scratch.join(index.to_string());
         let results = super::suite::results_path(&scratch.join("tmp"));
         let env = [(
