@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,11 @@ MINIMAL_CALLS = 8
 # longrun's budget per task: sessions, and steps and seconds per session
 # (--sessions, --session-steps, --session-secs).
 LONGRUN_BUDGET = {"sessions": 3, "steps": 40, "secs": 1800}
+# How the longrun project's initializer splits the task into features:
+# "one" feature whose check runs every test, or "per-test", one feature per
+# test (its check runs that test alone), so what passes lands on main one
+# verified step at a time (--features).
+FEATURES = {"split": "one"}
 TEST_TIMEOUT = 120
 
 
@@ -246,23 +252,62 @@ timeout_secs = 120
 """
 
 
+def test_names(task):
+    """The task's tests, in file order: unittest `Class.test_x` ids, or node --test names."""
+    names = []
+    for name in task["tests"]:
+        text = (task["dir"] / name).read_text()
+        if task["language"] == "python":
+            cls = None
+            for line in text.splitlines():
+                m = re.match(r"class (\w+)\(", line)
+                if m:
+                    cls = m.group(1)
+                m = re.match(r"\s+def (test\w*)\(", line)
+                if m and cls:
+                    names.append((name, f"{cls}.{m.group(1)}"))
+        else:
+            names += [(name, m.group(2)) for m in re.finditer(r"^test\((['\"])(.+?)\1", text, re.M)]
+    return names
+
+
+def test_check(task, test_file, test):
+    """The command that runs one test alone."""
+    if task["language"] == "python":
+        return f"python3 -m unittest -v {Path(test_file).stem}.{test}"
+    pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", test) + "$"
+    return f"node --test --test-name-pattern={shlex.quote(pattern)} {test_file}"
+
+
+def task_features(task):
+    """The features.json entries of the task, as FEATURES says."""
+    if FEATURES["split"] == "one":
+        return [{"id": "F001", "category": "functional", "description": task["description"],
+                 "steps": [f"implement {task['file']}", "run the check"],
+                 "check": task["test_command"], "passes": False}]
+    return [{"id": f"F{i:03}", "category": "functional",
+             "description": f"{task['description']} This feature: the test `{test}` in {test_file} passes "
+                            f"(and every test that passes already still does).",
+             "steps": [f"change {task['file']} so that `{test}` passes", "run the check"],
+             "check": test_check(task, test_file, test), "passes": False}
+            for i, (test_file, test) in enumerate(test_names(task), 1)]
+
+
 def initializer_script(task):
-    """A scripted initializer: the stub, the tests, one feature whose check runs them."""
-    feature = {"id": "F001", "category": "functional", "description": task["description"],
-               "steps": [f"implement {task['file']}", "run the check"],
-               "check": task["test_command"], "passes": False}
+    """A scripted initializer: the stub, the tests, and the features (one, or one per test)."""
+    features = task_features(task)
     writes = [{"name": "write_file", "arguments": {"path": name, "content": (task["dir"] / name).read_text()}}
               for name in task_files(task)]
     writes += [
         {"name": "write_file", "arguments": {"path": "features.json",
-                                             "content": json.dumps({"features": [feature]}, indent=2) + "\n"}},
+                                             "content": json.dumps({"features": features}, indent=2) + "\n"}},
         {"name": "write_file", "arguments": {"path": "init.sh", "content": "#!/usr/bin/env bash\nexit 0\n"}},
         {"name": "write_file", "arguments": {"path": "progress.md",
                                              "content": f"# Progress\n\nTests: `{task['test_command']}`.\n"}},
         {"name": "write_file", "arguments": {"path": ".gitignore",
                                              "content": "__pycache__/\n*.pyc\nnode_modules/\n"}},
     ]
-    commit = {"name": "bash", "arguments": {"command": "chmod +x init.sh && git add -A && git commit -qm 'The task: stub, tests, one feature'"}}
+    commit = {"name": "bash", "arguments": {"command": "chmod +x init.sh && git add -A && git commit -qm 'The task: stub, tests, features'"}}
     return {"sessions": {"1": [{"tool_calls": writes}, {"tool_calls": [commit]}, {"text": "initialized"}]}}
 
 
@@ -358,6 +403,8 @@ def main(argv=None):
                     help="model calls per longrun session")
     ap.add_argument("--session-secs", type=int, default=LONGRUN_BUDGET["secs"],
                     help="wall time per longrun session, in seconds")
+    ap.add_argument("--features", choices=("one", "per-test"), default=FEATURES["split"],
+                    help="longrun mode: one feature for all the tests, or one feature per test")
     ap.add_argument("--json", help="also write the rows as JSON to this file")
     ap.add_argument("--keep", help="keep each run's directory (files, longrun project and its "
                     "transcripts) under this directory instead of removing it")
@@ -370,6 +417,7 @@ def main(argv=None):
         suite = unittest.defaultTestLoader.loadTestsFromName("test_lift")
         return 0 if unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful() else 1
     LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs)
+    FEATURES["split"] = args.features
     tasks = load_tasks(args.tasks.split(",") if args.tasks else None)
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]

@@ -179,6 +179,26 @@ class TestLongrunMode(unittest.TestCase):
             self.assertTrue(json.loads(shown.stdout)["features"][0]["passes"])
 
 
+class TestPerTestFeatures(unittest.TestCase):
+    def test_each_tests_check_fails_on_the_stub_and_passes_on_the_solution(self):
+        saved = lift.FEATURES["split"]
+        lift.FEATURES["split"] = "per-test"
+        try:
+            for task in lift.load_tasks():
+                features = lift.task_features(task)
+                self.assertEqual(len(features), task["total"], task["id"])
+                self.assertEqual(len({f["check"] for f in features}), task["total"], task["id"])
+                for solve in (False, True):
+                    with tempfile.TemporaryDirectory() as d:
+                        (solved if solve else lift.fresh_copy)(task, d)
+                        for f in features:
+                            p = subprocess.run(f["check"], shell=True, cwd=d, capture_output=True,
+                                               text=True, env=lift.test_env())
+                            self.assertEqual(p.returncode == 0, solve, (task["id"], f["check"], p.stdout + p.stderr))
+        finally:
+            lift.FEATURES["split"] = saved
+
+
 class TestLongrunSetUp(unittest.TestCase):
     def test_the_scripted_initializer_commits_the_task_and_one_checked_feature(self):
         (task,) = lift.load_tasks(["slugify_js"])

@@ -103,9 +103,17 @@ fn run_agent(
     // keeps running it instead of writing, started again from the files.
     let whole_file =
         config.harness.edit_format() == EditFormat::WholeFile && config.harness.check_after_edit;
-    let failing = whole_file
+    let start_check = whole_file
         .then(|| checks.run_feature(&ctx.workspace))
-        .flatten()
+        .flatten();
+    if let Some(report) = start_check
+        .as_ref()
+        .filter(|o| o.passed)
+        .and_then(|o| done_at_start(config, &checks, &ctx.workspace, o, link))
+    {
+        return report;
+    }
+    let failing = start_check
         .filter(|o| !o.passed)
         .map(|o| failing_summary(&o));
     let refocus =
@@ -181,6 +189,39 @@ fn run_agent(
 /// that break the protocol and a sandbox report on the broker socket.
 /// `worker-unconfined`: it skips confinement and reports it anyway. The orchestrator
 /// must hold either to the rules; nothing here is trusted.
+/// The assigned feature's check already passes on the files as the session
+/// found them (work on main made it pass, as one test of several often does
+/// once another's code is in): with the harness's bookkeeping on, it marks
+/// the feature done and commits, and the session ends without a model call.
+/// Verification still runs the check again, from outside. None: the model
+/// is needed after all (the bookkeeping is off, or it failed).
+fn done_at_start(
+    config: &WorkerConfig,
+    checks: &SessionChecks,
+    workspace: &Path,
+    outcome: &super::checks::CheckOutcome,
+    link: &mut WorkerLink,
+) -> Option<WorkerReport> {
+    if !config.harness.commit_when_passing() {
+        return None;
+    }
+    let id = checks.feature_id()?;
+    let command = outcome.command.as_deref().unwrap_or("");
+    let done = super::finish::commit_passing(workspace, id, checks.base(), command).ok()?;
+    let text = format!(
+        "{id}'s check `{command}` already passes on the files as the session found them: {}; no model call",
+        done.unwrap_or_else(|| "nothing was left to commit".to_string())
+    );
+    let _ = link.send(&WorkerMessage::Event {
+        event: SessionEvent::Notice { text: text.clone() },
+    });
+    Some(WorkerReport {
+        ended: WorkerEnd::Completed,
+        reason: Some(text),
+        steps: 0,
+    })
+}
+
 fn failpoint(name: &str, session: u32) -> bool {
     std::env::var("LONGRUN_FAILPOINT").is_ok_and(|v| v == format!("{name}:{session}"))
 }

@@ -550,6 +550,50 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
 }
 
+#[test]
+fn a_check_that_already_passes_at_the_start_is_marked_done_without_a_model_call() {
+    // One test of several often passes once another's code is in: the
+    // session assigned to it has nothing to write.
+    let env = Env::new();
+    let model = env.model(json!({"1": m_py_says_a_and_b(), "2": [done("Nothing to do.")]}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    // A person's commit on main makes the check pass.
+    std::fs::write(env.project().join("m.py"), "print('a b')\n").unwrap();
+    let path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    let toml = toml
+        .replacen(
+            "# edit_format = ",
+            "edit_format = \"whole-file\"\n# was: ",
+            1,
+        )
+        .replacen(
+            "# commit_when_passing = ",
+            "commit_when_passing = true\n# was: ",
+            1,
+        );
+    std::fs::write(&path, toml).unwrap();
+    env.git(&["commit", "-qam", "m.py says a and b; whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    assert!(env.requests(2).is_empty(), "no model call");
+    let msg = last_verdict(&env);
+    assert!(msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    let notices = notices(&env, 2);
+    assert!(
+        notices.iter().any(|n| n.starts_with(
+            "F001's check `python3 t.py` already passes on the files as the session found them: set F001's passes to true"
+        ) && n.ends_with("; no model call")),
+        "{notices:#?}"
+    );
+    assert!(env
+        .on_main("features.json")
+        .unwrap()
+        .contains("\"passes\": true"));
+}
+
 /// An initializer's script: one feature, `m.py` (a stub) must say a and b,
 /// checked by `python3 t.py`, two unittest tests.
 fn m_py_says_a_and_b() -> Value {
