@@ -375,9 +375,19 @@ pub fn is_test_file(path: &str) -> bool {
 }
 
 /// The tokens of a check that may name files: its words, the value of
-/// `--opt=value` words, and the file of a dotted module after `-m unittest`
-/// or `-m pytest` (`tests.test_add` is `tests/test_add.py`).
+/// `--opt=value` words, and the files a dotted name after `-m unittest` or
+/// `-m pytest` may be in (`tests.test_add` is `tests/test_add.py`).
 pub fn named_paths(check: &str) -> Vec<String> {
+    named_path_groups(check).into_iter().flatten().collect()
+}
+
+/// [`named_paths`], one group per token: the token itself, or the test
+/// files a dotted module name may be in, longest first. unittest imports
+/// the longest prefix that is a module, so `test_duration.TestParse.test_s`
+/// (a module, a class, a method) is in `test_duration.py`; only prefixes
+/// that are test files by name count, so `app.tests.test_x` never names the
+/// code in `app.py`.
+pub fn named_path_groups(check: &str) -> Vec<Vec<String>> {
     let words = shlex::split(check).unwrap_or_else(|| {
         check
             .split_whitespace()
@@ -398,14 +408,22 @@ pub fn named_paths(check: &str) -> Vec<String> {
         if matches!(value, "unittest" | "pytest") {
             runner = true;
         }
-        out.push(value.to_string());
+        out.push(vec![value.to_string()]);
         let dotted = value.contains('.')
             && !value.contains('/')
             && value
                 .split('.')
                 .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
         if runner && dotted {
-            out.push(format!("{}.py", value.replace('.', "/")));
+            let parts: Vec<&str> = value.split('.').collect();
+            let files: Vec<String> = (1..=parts.len())
+                .rev()
+                .map(|n| format!("{}.py", parts[..n].join("/")))
+                .filter(|f| is_test_file(f))
+                .collect();
+            if !files.is_empty() {
+                out.push(files);
+            }
         }
     }
     out
@@ -541,5 +559,22 @@ mod tests {
         for want in ["tests/test_add.py", "checks/f1.sh", "data/in.txt"] {
             assert!(named.contains(&want.to_string()), "{named:?} lacks {want}");
         }
+    }
+
+    #[test]
+    fn a_unittest_id_names_the_test_files_its_prefixes_may_be_and_never_the_code() {
+        let groups = named_path_groups(
+            "python3 -m unittest -v test_duration.TestParseDuration.test_seconds",
+        );
+        assert!(
+            groups.contains(&vec![
+                "test_duration/TestParseDuration/test_seconds.py".to_string(),
+                "test_duration.py".to_string(),
+            ]),
+            "{groups:?}"
+        );
+        let named = named_paths("python3 -m unittest app.tests.test_x.T.test_y");
+        assert!(named.contains(&"app/tests/test_x.py".to_string()), "{named:?}");
+        assert!(!named.iter().any(|p| p == "app.py" || p == "app/tests.py"), "{named:?}");
     }
 }

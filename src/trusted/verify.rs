@@ -523,16 +523,20 @@ fn missing_program(exists: impl Fn(&str) -> bool, command: &str) -> Option<Strin
             }
         }
     }
-    // A test file named by its path (not a `-p test_*.py` pattern).
-    candidates.extend(
-        crate::rules::named_paths(command)
-            .into_iter()
-            .filter(|p| p.contains('/') && crate::rules::is_test_file(p)),
-    );
-    candidates.into_iter().find(|p| {
+    let missing = |p: &String| {
         let p = p.trim_start_matches("./");
         !p.starts_with('/') && !exists(p)
-    })
+    };
+    if let Some(program) = candidates.into_iter().find(missing) {
+        return Some(program);
+    }
+    // A test file named by its path (not a `-p test_*.py` pattern), or a
+    // dotted unittest name none of whose files exists.
+    crate::rules::named_path_groups(command)
+        .into_iter()
+        .filter(|group| group[0].contains('/') && crate::rules::is_test_file(&group[0]))
+        .find(|group| group.iter().all(missing))
+        .map(|mut group| group.swap_remove(0))
 }
 
 /// The reasons a verification's steps give against accepting the session;
@@ -599,5 +603,31 @@ fn last_line(output: &str) -> String {
     match output.lines().rev().find(|l| !l.trim().is_empty()) {
         Some(l) => format!(": {}", l.trim()),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_program;
+
+    #[test]
+    fn a_unittest_id_is_missing_only_when_no_file_it_may_be_in_exists() {
+        let check = "python3 -m unittest -v test_duration.TestParseDuration.test_seconds";
+        let only = |files: &'static [&'static str]| move |p: &str| files.contains(&p);
+        assert_eq!(missing_program(only(&["test_duration.py"]), check), None);
+        assert_eq!(
+            missing_program(only(&[]), check).as_deref(),
+            Some("test_duration/TestParseDuration/test_seconds.py")
+        );
+        let module = "python3 -m unittest tests.test_add";
+        assert_eq!(missing_program(only(&["tests/test_add.py"]), module), None);
+        assert_eq!(
+            missing_program(only(&[]), module).as_deref(),
+            Some("tests/test_add.py")
+        );
+        assert_eq!(
+            missing_program(only(&[]), "bash checks/f1.sh").as_deref(),
+            Some("checks/f1.sh")
+        );
     }
 }
