@@ -274,7 +274,10 @@ def test_names(task):
 def test_check(task, test_file, test):
     """The command that runs one test alone."""
     if task["language"] == "python":
-        return f"python3 -m unittest -v {Path(test_file).stem}.{test}"
+        # discover, not a dotted id: checks run with PYTHONSAFEPATH=1, so
+        # `-m unittest module.Class.test` cannot import the module from the
+        # working directory; `-k '*.Class.test'` matches this test alone.
+        return f"python3 -m unittest discover -v -p {test_file} -k {shlex.quote('*.' + test)}"
     pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", test) + "$"
     return f"node --test --test-name-pattern={shlex.quote(pattern)} {test_file}"
 

@@ -192,8 +192,10 @@ class TestPerTestFeatures(unittest.TestCase):
                     with tempfile.TemporaryDirectory() as d:
                         (solved if solve else lift.fresh_copy)(task, d)
                         for f in features:
+                            # As longrun runs checks: Python kept off the working directory.
+                            env = dict(lift.test_env(), PYTHONSAFEPATH="1")
                             p = subprocess.run(f["check"], shell=True, cwd=d, capture_output=True,
-                                               text=True, env=lift.test_env())
+                                               text=True, env=env)
                             self.assertEqual(p.returncode == 0, solve, (task["id"], f["check"], p.stdout + p.stderr))
         finally:
             lift.FEATURES["split"] = saved
