@@ -574,7 +574,13 @@ mod tests {
             "{groups:?}"
         );
         let named = named_paths("python3 -m unittest app.tests.test_x.T.test_y");
-        assert!(named.contains(&"app/tests/test_x.py".to_string()), "{named:?}");
-        assert!(!named.iter().any(|p| p == "app.py" || p == "app/tests.py"), "{named:?}");
+        assert!(
+            named.contains(&"app/tests/test_x.py".to_string()),
+            "{named:?}"
+        );
+        assert!(
+            !named.iter().any(|p| p == "app.py" || p == "app/tests.py"),
+            "{named:?}"
+        );
     }
 }

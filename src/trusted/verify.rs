@@ -479,6 +479,8 @@ impl<'a> Runner<'a> {
             };
             if let Some(missing) = missing_program(exists, &step.command) {
                 outcome = Outcome::CannotRun(format!("`{missing}` does not exist"));
+            } else if let Some(why) = module_off_the_path(exists, &ran.output_tail) {
+                outcome = Outcome::CannotRun(why);
             }
         }
         CheckRun {
@@ -599,6 +601,28 @@ fn how(outcome: &Outcome) -> String {
     }
 }
 
+/// A check's Python failed to import a module that is right there in the
+/// checkout: checks run with `PYTHONSAFEPATH=1` (so that a file a session
+/// plants cannot shadow what the test runner imports), and then `python3
+/// -m unittest test_x.TestX.test_a` cannot import `test_x` from the working
+/// directory. Says so, and what works instead.
+fn module_off_the_path(exists: impl Fn(&str) -> bool, output: &str) -> Option<String> {
+    const MARK: &str = "ModuleNotFoundError: No module named '";
+    let at = output.find(MARK)? + MARK.len();
+    let name = output[at..].split('\'').next()?;
+    let top = name.split('.').next()?;
+    let valid = !top.is_empty() && top.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid || !(exists(&format!("{top}.py")) || exists(top)) {
+        return None;
+    }
+    Some(format!(
+        "Python cannot import `{name}` from the working directory: checks run with \
+         PYTHONSAFEPATH=1, so `python3 -m unittest {top}...` finds nothing there; let unittest \
+         find the tests instead: `python3 -m unittest discover -p '{top}.py'` (add \
+         `-k '*.TestClass.test_name'` for one test), or use pytest with the file's path"
+    ))
+}
+
 fn last_line(output: &str) -> String {
     match output.lines().rev().find(|l| !l.trim().is_empty()) {
         Some(l) => format!(": {}", l.trim()),
@@ -608,7 +632,24 @@ fn last_line(output: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::missing_program;
+    use super::{missing_program, module_off_the_path};
+
+    #[test]
+    fn a_module_in_the_checkout_that_python_cannot_import_says_why_and_what_works() {
+        let output = "ERROR: test_duration (unittest.loader._FailedTest.test_duration)\n\
+                      ModuleNotFoundError: No module named 'test_duration'\n\nFAILED (errors=1)";
+        let here = |p: &str| p == "test_duration.py";
+        let why = module_off_the_path(here, output).unwrap();
+        assert!(
+            why.starts_with("Python cannot import `test_duration` from the working directory")
+                && why.contains("python3 -m unittest discover -p 'test_duration.py'"),
+            "{why}"
+        );
+        // A module the project does not hold is the check's own failure.
+        let output = "ModuleNotFoundError: No module named 'requests'";
+        assert_eq!(module_off_the_path(here, output), None);
+        assert_eq!(module_off_the_path(here, "FAILED (failures=1)"), None);
+    }
 
     #[test]
     fn a_unittest_id_is_missing_only_when_no_file_it_may_be_in_exists() {
