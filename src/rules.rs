@@ -375,19 +375,38 @@ pub fn is_test_file(path: &str) -> bool {
 }
 
 /// The tokens of a check that may name files: its words, the value of
-/// `--opt=value` words, and the files a dotted name after `-m unittest` or
-/// `-m pytest` may be in (`tests.test_add` is `tests/test_add.py`).
+/// `--opt=value` words, and the test files a dotted name after `-m
+/// unittest` or `-m pytest` may be in (`tests.test_add` is
+/// `tests/test_add.py`). Only test files by name, so that
+/// `app.tests.test_x` never names the code in `app.py`.
 pub fn named_paths(check: &str) -> Vec<String> {
-    named_path_groups(check).into_iter().flatten().collect()
+    let mut out = Vec::new();
+    for (token, modules) in tokens(check) {
+        out.push(token);
+        out.extend(modules.into_iter().filter(|f| is_test_file(f)));
+    }
+    out
 }
 
-/// [`named_paths`], one group per token: the token itself, or the test
-/// files a dotted module name may be in, longest first. unittest imports
-/// the longest prefix that is a module, so `test_duration.TestParse.test_s`
-/// (a module, a class, a method) is in `test_duration.py`; only prefixes
-/// that are test files by name count, so `app.tests.test_x` never names the
-/// code in `app.py`.
+/// [`named_paths`], one group per token: the token itself, then a group of
+/// the files a dotted module name may be in, longest first (unittest
+/// imports the longest prefix that is a module, so
+/// `test_duration.TestParse.test_s`, a module, a class and a method, is in
+/// `test_duration.py`).
 pub fn named_path_groups(check: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (token, modules) in tokens(check) {
+        out.push(vec![token]);
+        if !modules.is_empty() {
+            out.push(modules);
+        }
+    }
+    out
+}
+
+/// Each token of `check` that may name a file, with the files its dotted
+/// module name may be in (none unless it follows `unittest` or `pytest`).
+fn tokens(check: &str) -> Vec<(String, Vec<String>)> {
     let words = shlex::split(check).unwrap_or_else(|| {
         check
             .split_whitespace()
@@ -408,23 +427,22 @@ pub fn named_path_groups(check: &str) -> Vec<Vec<String>> {
         if matches!(value, "unittest" | "pytest") {
             runner = true;
         }
-        out.push(vec![value.to_string()]);
         let dotted = value.contains('.')
             && !value.contains('/')
             && value
                 .split('.')
                 .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-        if runner && dotted {
-            let parts: Vec<&str> = value.split('.').collect();
-            let files: Vec<String> = (1..=parts.len())
-                .rev()
-                .map(|n| format!("{}.py", parts[..n].join("/")))
-                .filter(|f| is_test_file(f))
-                .collect();
-            if !files.is_empty() {
-                out.push(files);
+        let modules = match runner && dotted {
+            true => {
+                let parts: Vec<&str> = value.split('.').collect();
+                (1..=parts.len())
+                    .rev()
+                    .map(|n| format!("{}.py", parts[..n].join("/")))
+                    .collect()
             }
-        }
+            false => Vec::new(),
+        };
+        out.push((value.to_string(), modules));
     }
     out
 }
@@ -569,6 +587,7 @@ mod tests {
         assert!(
             groups.contains(&vec![
                 "test_duration/TestParseDuration/test_seconds.py".to_string(),
+                "test_duration/TestParseDuration.py".to_string(),
                 "test_duration.py".to_string(),
             ]),
             "{groups:?}"

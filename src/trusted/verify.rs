@@ -478,7 +478,7 @@ impl<'a> Runner<'a> {
                     || std::fs::symlink_metadata(self.place.dir.join(p)).is_ok()
             };
             if let Some(missing) = missing_program(exists, &step.command) {
-                outcome = Outcome::CannotRun(format!("`{missing}` does not exist"));
+                outcome = Outcome::CannotRun(missing);
             } else if let Some(why) = module_off_the_path(exists, &ran.output_tail) {
                 outcome = Outcome::CannotRun(why);
             }
@@ -508,7 +508,8 @@ const INTERPRETERS: &[&str] = &[
 ];
 
 /// The program file (or the script an interpreter runs, or a test file) a
-/// check names that does not `exist` (relative to the checkout), if any.
+/// check names that does not `exist` (relative to the checkout), if any,
+/// said as a reason.
 fn missing_program(exists: impl Fn(&str) -> bool, command: &str) -> Option<String> {
     let words = shlex::split(command)?;
     let first = words.first()?;
@@ -530,7 +531,7 @@ fn missing_program(exists: impl Fn(&str) -> bool, command: &str) -> Option<Strin
         !p.starts_with('/') && !exists(p)
     };
     if let Some(program) = candidates.into_iter().find(missing) {
-        return Some(program);
+        return Some(format!("`{program}` does not exist"));
     }
     // A test file named by its path (not a `-p test_*.py` pattern), or a
     // dotted unittest name none of whose files exists.
@@ -538,7 +539,17 @@ fn missing_program(exists: impl Fn(&str) -> bool, command: &str) -> Option<Strin
         .into_iter()
         .filter(|group| group[0].contains('/') && crate::rules::is_test_file(&group[0]))
         .find(|group| group.iter().all(missing))
-        .map(|mut group| group.swap_remove(0))
+        .map(|group| match group.as_slice() {
+            [one] => format!("`{one}` does not exist"),
+            files => format!(
+                "none of {} exists",
+                files
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
 }
 
 /// The reasons a verification's steps give against accepting the session;
@@ -658,17 +669,20 @@ mod tests {
         assert_eq!(missing_program(only(&["test_duration.py"]), check), None);
         assert_eq!(
             missing_program(only(&[]), check).as_deref(),
-            Some("test_duration/TestParseDuration/test_seconds.py")
+            Some("none of `test_duration/TestParseDuration/test_seconds.py`, `test_duration/TestParseDuration.py`, `test_duration.py` exists")
         );
+        // A module not named like a test is found all the same.
+        let plain = "python3 -m unittest -v t.T.test_a";
+        assert_eq!(missing_program(only(&["t.py"]), plain), None);
         let module = "python3 -m unittest tests.test_add";
         assert_eq!(missing_program(only(&["tests/test_add.py"]), module), None);
         assert_eq!(
             missing_program(only(&[]), module).as_deref(),
-            Some("tests/test_add.py")
+            Some("none of `tests/test_add.py`, `tests.py` exists")
         );
         assert_eq!(
             missing_program(only(&[]), "bash checks/f1.sh").as_deref(),
-            Some("checks/f1.sh")
+            Some("`checks/f1.sh` does not exist")
         );
     }
 }
