@@ -560,20 +560,7 @@ fn a_check_that_already_passes_at_the_start_is_marked_done_without_a_model_call(
     assert!(out.status.success(), "{}", text(&out));
     // A person's commit on main makes the check pass.
     std::fs::write(env.project().join("m.py"), "print('a b')\n").unwrap();
-    let path = env.project().join("longrun.toml");
-    let toml = std::fs::read_to_string(&path).unwrap();
-    let toml = toml
-        .replacen(
-            "# edit_format = ",
-            "edit_format = \"whole-file\"\n# was: ",
-            1,
-        )
-        .replacen(
-            "# commit_when_passing = ",
-            "commit_when_passing = true\n# was: ",
-            1,
-        );
-    std::fs::write(&path, toml).unwrap();
+    set_whole_file(&env, &[]);
     env.git(&["commit", "-qam", "m.py says a and b; whole-file"]);
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -624,6 +611,15 @@ fn run_whole_file(env: &Env, init: Value, worker: Value, settings: &[&str]) {
     let model = env.model(json!({"1": init, "2": worker}));
     let out = env.init("# Spec\nA tiny thing.\n", &model);
     assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(env, settings);
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// In longrun.toml (uncommitted): whole-file edits, the harness's
+/// bookkeeping and each of `settings` (a line longrun.toml has commented out).
+fn set_whole_file(env: &Env, settings: &[&str]) {
     let path = env.project().join("longrun.toml");
     let mut toml = std::fs::read_to_string(&path).unwrap();
     let lines = ["edit_format = \"whole-file\"", "commit_when_passing = true"];
@@ -637,9 +633,6 @@ fn run_whole_file(env: &Env, init: Value, worker: Value, settings: &[&str]) {
         toml = toml.replacen(&commented, line, 1);
     }
     std::fs::write(&path, toml).unwrap();
-    env.git(&["commit", "-qam", "whole-file"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
-    assert!(out.status.success(), "{}", text(&out));
 }
 
 /// A whole-file session whose model spends two turns on `idle` (changing
