@@ -123,6 +123,13 @@ pub struct AgentLoop<'a> {
 /// budget decide.
 const MAX_REFOCUS: u32 = 2;
 
+/// Where an attempt's answer is cut: every harness message starts with it,
+/// and a small model sampled hot sometimes answers by writing the attempt's
+/// message out again (the whole test file with it) before any code, which
+/// at 7 tokens/s is minutes of a session. Cut there, the answer holds no
+/// file and the next attempt starts.
+const ATTEMPT_STOP: &str = "[harness]";
+
 /// What the harness found to run in an answer without structured calls.
 struct Recovery {
     calls: Vec<ToolCall>,
@@ -324,6 +331,7 @@ impl<'a> AgentLoop<'a> {
             if let Some(system) = self.harness.attempt_system.filter(|_| self.attempting) {
                 request.tools.clear();
                 request.system = system.to_string();
+                request.stop = vec![ATTEMPT_STOP.to_string()];
             }
             match self.ask(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {

@@ -42,7 +42,16 @@ pub struct SessionChecks {
     feature_id: Option<String>,
     base: Option<Oid>,
     timeout: Duration,
+    /// The other features passing when the session started, with their
+    /// checks: what the harness runs before it commits on the model's behalf.
+    regressions: Vec<(String, String)>,
 }
+
+/// The most checks of passing features the harness runs before it commits
+/// (verification, outside, runs them all).
+const MAX_REGRESSION_CHECKS: usize = 100;
+/// Broken features named to the model, at most.
+const MAX_REGRESSIONS_SHOWN: usize = 3;
 
 impl SessionChecks {
     /// The checks of this session, with the workspace's HEAD now as its base.
@@ -52,7 +61,9 @@ impl SessionChecks {
             .and_then(|r| repo::head(&r));
         let mut commands = Vec::new();
         let mut feature_check = false;
+        let mut regressions = Vec::new();
         if config.role == Role::Worker {
+            regressions = passing_checks(config, workspace);
             if let Some(f) = &config.feature {
                 if let Some(check) = &f.check {
                     commands.push((format!("feature {} check", f.id), check.clone()));
@@ -73,7 +84,34 @@ impl SessionChecks {
             feature_id: config.feature.as_ref().map(|f| f.id.clone()),
             base,
             timeout: Duration::from_secs(config.check_timeout_secs),
+            regressions,
         }
+    }
+
+    /// Run the checks of the features that passed when the session started
+    /// (at most [`MAX_REGRESSION_CHECKS`], in the list's order) and return
+    /// those that fail now, with what they said; it stops after
+    /// [`MAX_REGRESSIONS_SHOWN`]. A small model rewriting a whole file to
+    /// pass one test often breaks another: told before the harness commits,
+    /// it can still keep both, and the session is not spent on work
+    /// verification would reject.
+    pub fn run_regressions(&self, workspace: &Path) -> Vec<(String, CheckOutcome)> {
+        let mut broken = Vec::new();
+        for (id, command) in self.regressions.iter().take(MAX_REGRESSION_CHECKS) {
+            let outcome = run_command(
+                workspace,
+                &format!("feature {id} check"),
+                command,
+                self.timeout,
+            );
+            if !outcome.passed {
+                broken.push((id.clone(), outcome));
+                if broken.len() == MAX_REGRESSIONS_SHOWN {
+                    break;
+                }
+            }
+        }
+        broken
     }
 
     /// The assigned feature's id, for a worker session.
@@ -202,6 +240,22 @@ fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -
         passed,
         output: progress::tail(output.trim_end(), TAIL_LINES),
     }
+}
+
+/// The features other than the assigned one that pass in the workspace's
+/// features.json as the session found it, with their checks.
+fn passing_checks(config: &WorkerConfig, workspace: &Path) -> Vec<(String, String)> {
+    let assigned = config.feature.as_ref().map(|f| f.id.as_str());
+    let text =
+        std::fs::read_to_string(workspace.join(crate::features::FILE_NAME)).unwrap_or_default();
+    let Ok(list) = crate::features::FeatureList::parse(&text) else {
+        return Vec::new();
+    };
+    list.features
+        .into_iter()
+        .filter(|f| f.passes && Some(f.id.as_str()) != assigned)
+        .filter_map(|f| Some((f.id, f.check?)))
+        .collect()
 }
 
 fn list(paths: &[String]) -> String {

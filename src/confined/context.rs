@@ -68,6 +68,7 @@ impl Conversation {
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             temperature: None,
+            stop: Vec::new(),
         }
     }
 

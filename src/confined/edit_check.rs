@@ -102,7 +102,20 @@ impl EditCheck {
         self.seen = Some(fingerprint);
         let outcome = checks.run_feature(workspace)?;
         let counts = counts(&outcome.output);
-        let score = score(&outcome, counts);
+        let mut score = score(&outcome, counts);
+        // Before the harness commits for the model: passing its own check is
+        // not done while it breaks another feature. (A model that commits
+        // itself hears it from the check rounds and verification; running
+        // every passing feature's check after each of its turns costs more.)
+        let broken = match score.passed && self.commit_when_passing {
+            true => checks.run_regressions(workspace),
+            false => Vec::new(),
+        };
+        score.passed &= broken.is_empty();
+        let summary = match broken.is_empty() {
+            true => failing_summary(&outcome),
+            false => broken_summary(&broken),
+        };
         let before = self.best.clone();
         if before.as_ref().is_none_or(|b| score > b.score) {
             if let Ok(tree) = snapshot(workspace) {
@@ -111,7 +124,7 @@ impl EditCheck {
                     counts,
                     tree,
                     step,
-                    summary: failing_summary(&outcome),
+                    summary: summary.clone(),
                 });
             }
         }
@@ -128,6 +141,14 @@ impl EditCheck {
         // Passing still, with nothing to commit, is no news.
         if passed_before && score.passed && committed.is_none() {
             return None;
+        }
+        if !broken.is_empty() {
+            return Some(format!(
+                "[harness] The harness ran the {} (`{}`) after your edits: {summary}\n\
+                 The harness commits only a change that keeps every feature that passed before passing: keep what made them pass.",
+                outcome.name,
+                outcome.command.as_deref().unwrap_or("")
+            ));
         }
         let message = report(&outcome, counts, score, before.as_ref(), committed);
         Some(message)
@@ -279,6 +300,31 @@ pub fn failing_summary(outcome: &CheckOutcome) -> String {
     let tail = crate::progress::tail(&outcome.output, TAIL_LINES);
     text.push_str(&format!(". Its last lines:\n```\n{tail}\n```"));
     text
+}
+
+/// A feature's check that passes while the checks of features that passed
+/// before fail (`broken`: [`SessionChecks::run_regressions`]), as the model
+/// should see it: which features, their failing tests, the first one's last lines.
+fn broken_summary(broken: &[(String, CheckOutcome)]) -> String {
+    let named: Vec<String> = broken
+        .iter()
+        .map(|(id, o)| {
+            let command = o.command.as_deref().unwrap_or("");
+            let tests = checks::failing_tests_with_reasons(&o.output);
+            match tests.is_empty() {
+                true => format!("{id}'s check `{command}` fails"),
+                false => format!("{id}'s check `{command}` fails: {}", tests.join("; ")),
+            }
+        })
+        .collect();
+    let tail = broken
+        .first()
+        .map(|(_, o)| crate::progress::tail(&o.output, TAIL_LINES))
+        .unwrap_or_default();
+    format!(
+        "it passes, but it breaks features that passed before: {}. The first one's last lines:\n```\n{tail}\n```",
+        named.join("; ")
+    )
 }
 
 fn describe(score: Score, counts: Option<Counts>) -> String {

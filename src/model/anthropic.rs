@@ -65,6 +65,10 @@ impl WireFormat for AnthropicFormat {
         if let Some(t) = request.temperature(settings.temperature, 1.0) {
             body["temperature"] = json!(t);
         }
+        let stops = request.stops();
+        if !stops.is_empty() {
+            body["stop_sequences"] = json!(stops);
+        }
         body
     }
 

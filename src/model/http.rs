@@ -279,6 +279,7 @@ impl Provider for HttpProvider {
             }],
             tools: Vec::new(),
             temperature: None,
+            stop: Vec::new(),
         };
         let stream = self.streaming.load(Ordering::Relaxed);
         match self.try_once(&request, stream).await {

@@ -63,6 +63,10 @@ impl WireFormat for OpenaiFormat {
         if let Some(t) = request.temperature(settings.temperature, 2.0) {
             body["temperature"] = json!(t);
         }
+        let stops = request.stops();
+        if !stops.is_empty() {
+            body["stop"] = json!(stops);
+        }
         body
     }
 
@@ -445,6 +449,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             temperature: None,
+            stop: Vec::new(),
         };
         let body = messages(&request);
         let roles: Vec<&str> = body.iter().map(|m| m["role"].as_str().unwrap()).collect();

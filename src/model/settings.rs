@@ -225,6 +225,38 @@ mod tests {
     }
 
     #[test]
+    fn both_wire_formats_send_a_requests_stop_sequences_and_leave_out_what_a_provider_refuses() {
+        use super::super::anthropic::AnthropicFormat;
+        use super::super::http::WireFormat;
+        use super::super::openai::OpenaiFormat;
+        use super::super::ChatRequest;
+
+        let settings = resolve("ollama:m", &ModelSection::default(), None, &[]).unwrap();
+        let mut request = ChatRequest {
+            system: "sys".into(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            temperature: None,
+            stop: Vec::new(),
+        };
+        let openai = OpenaiFormat.body("m", &settings, &request, false);
+        let anthropic = AnthropicFormat.body("m", &settings, &request, false);
+        assert!(openai.get("stop").is_none(), "{openai}");
+        assert!(anthropic.get("stop_sequences").is_none(), "{anthropic}");
+
+        // Blank and overlong ones dropped (Anthropic refuses a blank one),
+        // then at most four (OpenAI's limit).
+        request.stop = ["[harness]", " \n", &"x".repeat(65), "a", "b", "c", "d"]
+            .map(String::from)
+            .to_vec();
+        let openai = OpenaiFormat.body("m", &settings, &request, false);
+        let anthropic = AnthropicFormat.body("m", &settings, &request, false);
+        let sent = serde_json::json!(["[harness]", "a", "b", "c"]);
+        assert_eq!(openai["stop"], sent, "{openai}");
+        assert_eq!(anthropic["stop_sequences"], sent, "{anthropic}");
+    }
+
+    #[test]
     fn base_url_flag_beats_env_beats_file() {
         let file = ModelSection {
             base_url: Some("http://file/v1".into()),

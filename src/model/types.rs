@@ -57,7 +57,19 @@ pub struct ChatRequest {
     /// The orchestrator keeps it within what the provider takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Where the model's answer ends, besides its own end: a whole-file
+    /// attempt stops at `[harness]`, where a small model sampled hot starts
+    /// writing out the harness's message again instead of code. The
+    /// orchestrator sends at most [`MAX_STOPS`] of them ([`Self::stops`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
 }
+
+/// The most stop sequences a request carries: OpenAI's chat API takes four.
+pub const MAX_STOPS: usize = 4;
+
+/// The longest stop sequence sent, in bytes.
+const MAX_STOP_BYTES: usize = 64;
 
 impl ChatRequest {
     /// The temperature to send: the request's own, kept within `0..=max`
@@ -67,6 +79,17 @@ impl ChatRequest {
             .filter(|t| t.is_finite())
             .map(|t| t.clamp(0.0, max))
             .or(configured)
+    }
+
+    /// The stop sequences to send: the request's own that a provider takes
+    /// (not blank, at most [`MAX_STOP_BYTES`] bytes), at most [`MAX_STOPS`].
+    pub fn stops(&self) -> Vec<&str> {
+        self.stop
+            .iter()
+            .map(String::as_str)
+            .filter(|s| !s.trim().is_empty() && s.len() <= MAX_STOP_BYTES)
+            .take(MAX_STOPS)
+            .collect()
     }
 }
 
@@ -116,6 +139,7 @@ mod tests {
             messages: Vec::new(),
             tools: Vec::new(),
             temperature: None,
+            stop: Vec::new(),
         };
         assert_eq!(request.temperature(Some(0.2), 2.0), Some(0.2));
         assert_eq!(request.temperature(None, 2.0), None);

@@ -105,6 +105,7 @@ pub async fn review(
         messages: vec![Message::User { content }],
         tools: Vec::new(),
         temperature: None,
+        stop: Vec::new(),
     };
     let model = reviewer.describe();
     // The reviewer's own conversation: its first and only request.

@@ -375,6 +375,7 @@ mod tests {
                 messages,
                 tools: Vec::new(),
                 temperature: None,
+                stop: Vec::new(),
             },
             model: None,
         }

