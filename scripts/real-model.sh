@@ -17,9 +17,13 @@
 #    $cache/lift-results.md.
 #
 # Usage: scripts/real-model.sh [--dry-run] [--models 1.5b,0.5b] [--tasks a,b] [--modes bare,minimal,longrun]
-#                              [--sessions N] [--session-steps N] [--session-secs S] [--keep DIR]
+#                              [--sessions N] [--session-steps N] [--session-secs S] [--task-hours H]
+#                              [--features per-test|one] [--keep DIR]
 #   --dry-run  print what would run (downloads, build, server, benchmark); run nothing
-#   --sessions, --session-steps, --session-secs  longrun's budget per task (default 3, 40, 1800)
+#   --sessions, --session-steps, --session-secs, --task-hours  longrun's budget per task
+#              (default 40 sessions of at most 40 model calls and 300 s, and no new session after 1 hour)
+#   --features per-test (default): the initializer writes one feature per test; one: a single
+#              feature whose check runs every test
 #   --keep DIR keep each run's files and longrun project (transcripts) under DIR
 # Env:   LONGRUN_LIFT_CACHE  venv, wheels, models and results (default ~/.cache/longrun-lift)
 #        LLAMA_SERVER        a llama-server binary to use instead of building one
@@ -41,8 +45,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) dry=1 ;;
         --models) models="$2"; shift ;;
-        --tasks|--modes|--sessions|--session-steps|--session-secs|--keep) lift_args+=("$1" "$2"); shift ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        --tasks|--modes|--sessions|--session-steps|--session-secs|--task-hours|--features|--keep) lift_args+=("$1" "$2"); shift ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -11,9 +11,11 @@ against one OpenAI-compatible server (llama-server on 127.0.0.1):
            harness after every edit, a notice when the same code comes back,
            at most 8 model calls.
   longrun  a longrun project whose initializer (scripted, no model) commits
-           the stub, the tests and one feature whose check runs them; then
-           `longrun continue --sessions 3` with the model. What counts is
-           the file on main after the run.
+           the stub, the tests and one feature per test whose check runs
+           that test (--features one: a single feature whose check runs
+           them all); then `longrun continue` with the model, for at most
+           40 sessions or an hour. What counts is the file on main after
+           the run.
 
 For each it prints tests passing, model calls, tokens and wall time, as a
 table (and as JSON with --json). Only the standard library; `--dry-run`
@@ -48,12 +50,15 @@ MODES = ("bare", "minimal", "longrun")
 MINIMAL_CALLS = 8
 # longrun's budget per task: sessions, and steps and seconds per session
 # (--sessions, --session-steps, --session-secs).
-LONGRUN_BUDGET = {"sessions": 3, "steps": 40, "secs": 1800}
+# A task's longrun run ends at `sessions` sessions or after `hours`,
+# whichever comes first; sessions that fail in a row do not end it (a small
+# model leaves some features stuck, and the run goes on to the next).
+LONGRUN_BUDGET = {"sessions": 40, "steps": 40, "secs": 300, "hours": 1.0}
 # How the longrun project's initializer splits the task into features:
 # "one" feature whose check runs every test, or "per-test", one feature per
 # test (its check runs that test alone), so what passes lands on main one
 # verified step at a time (--features).
-FEATURES = {"split": "one"}
+FEATURES = {"split": "per-test"}
 TEST_TIMEOUT = 120
 
 
@@ -317,8 +322,9 @@ def initializer_script(task):
 def longrun_commands(task, longrun, project, spec, script, model, base_url):
     return [
         [longrun, "init", str(spec), "--dir", str(project), "--model", f"scripted:{script}", "--quiet"],
-        [longrun, "continue", "--dir", str(project), "--sessions", str(LONGRUN_BUDGET["sessions"]), "--model", f"openai:{model}",
-         "--base-url", base_url, "--quiet"],
+        [longrun, "continue", "--dir", str(project), "--sessions", str(LONGRUN_BUDGET["sessions"]),
+         "--max-hours", str(LONGRUN_BUDGET["hours"]), "--max-consecutive-failures", "0",
+         "--model", f"openai:{model}", "--base-url", base_url, "--quiet"],
     ]
 
 
@@ -406,6 +412,8 @@ def main(argv=None):
                     help="model calls per longrun session")
     ap.add_argument("--session-secs", type=int, default=LONGRUN_BUDGET["secs"],
                     help="wall time per longrun session, in seconds")
+    ap.add_argument("--task-hours", type=float, default=LONGRUN_BUDGET["hours"],
+                    help="longrun starts no new session on a task after this many hours")
     ap.add_argument("--features", choices=("one", "per-test"), default=FEATURES["split"],
                     help="longrun mode: one feature for all the tests, or one feature per test")
     ap.add_argument("--json", help="also write the rows as JSON to this file")
@@ -419,7 +427,8 @@ def main(argv=None):
         sys.path.insert(0, str(HERE))
         suite = unittest.defaultTestLoader.loadTestsFromName("test_lift")
         return 0 if unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful() else 1
-    LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs)
+    LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs,
+                          hours=args.task_hours)
     FEATURES["split"] = args.features
     tasks = load_tasks(args.tasks.split(",") if args.tasks else None)
     modes = [m for m in args.modes.split(",") if m]
@@ -431,6 +440,7 @@ def main(argv=None):
             for mode in modes:
                 print(f"{args.model} {task['id']} {mode}: {task['test_command']} ({task['total']} tests)")
                 if mode == "longrun":
+                    print(f"    features: {FEATURES['split']}")
                     for cmd in longrun_commands(task, args.longrun, "PROJECT", "SPEC.md", "INIT.json",
                                                 args.model, args.base_url):
                         print("    " + " ".join(cmd))
