@@ -317,6 +317,16 @@ struct Sample {
     longrun_bytes: u64,
     transcript_bytes: u64,
     git_bytes: u64,
+    /// The orchestrator's own CPU time (all its threads, not its children)
+    /// since the last row, in ms.
+    cpu_ms: f64,
+}
+
+/// A row's orchestrator figures, for the summary after the run.
+struct RowTimes {
+    session: u32,
+    median_ms: f64,
+    cpu_ms: f64,
 }
 
 /// Run `continue --sessions N` under `ulimit -n 256`, printing a row every `every` verdicts.
@@ -343,6 +353,8 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
         .unwrap();
     let pid = child.id();
     let mut last = Instant::now();
+    let mut last_cpu = cpu_ms(pid);
+    let mut rows = Vec::new();
     let mut seen = 0;
     let mut outcome = Value::Null;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -362,6 +374,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
                         status_kib(pid, "RssAnon:"),
                     );
                     let (git_bytes, longrun_bytes) = disk(dir);
+                    let cpu_now = cpu_ms(pid);
                     let sample = Sample {
                         session: event["session"].as_u64().unwrap_or(0) as u32,
                         wall_s,
@@ -371,7 +384,9 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
                         longrun_bytes,
                         transcript_bytes: transcripts(dir),
                         git_bytes,
+                        cpu_ms: cpu_now - last_cpu,
                     };
+                    last_cpu = cpu_now;
                     // The phases line follows the verdict by the cleanup.
                     let mut phases = read_phases(&dir.join(".longrun/longrun.log"));
                     for _ in 0..100 {
@@ -381,7 +396,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
                         std::thread::sleep(std::time::Duration::from_millis(20));
                         phases = read_phases(&dir.join(".longrun/longrun.log"));
                     }
-                    print_row(&sample, from, &phases, shape.passing);
+                    rows.push(print_row(&sample, from, &phases, shape.passing));
                     from = sample.session + 1;
                 }
             }
@@ -392,6 +407,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
     let status = child.wait().unwrap();
     assert!(status.success(), "continue failed: {outcome}");
     assert_eq!(seen, sessions, "{outcome}");
+    print_growth(&rows);
 }
 
 /// Per session, the milliseconds of each phase the orchestrator logged.
@@ -427,8 +443,8 @@ const PHASES: [&str; 9] = [
 
 fn print_header() {
     print!(
-        "{:>8} {:>8} {:>8} {:>8}",
-        "sessions", "wall", "orch", "between"
+        "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "sessions", "wall", "orch", "orch med", "orch cpu", "between"
     );
     for p in PHASES {
         print!(" {p:>8}");
@@ -441,7 +457,12 @@ fn print_header() {
 
 /// One row: the sessions after `from` up to the sample's. `passing`:
 /// features passing before session 2, the first worker session.
-fn print_row(s: &Sample, from: u32, phases: &BTreeMap<u32, BTreeMap<String, f64>>, passing: usize) {
+fn print_row(
+    s: &Sample,
+    from: u32,
+    phases: &BTreeMap<u32, BTreeMap<String, f64>>,
+    passing: usize,
+) -> RowTimes {
     let batch: Vec<&BTreeMap<String, f64>> =
         phases.range(from..=s.session).map(|(_, m)| m).collect();
     let n = batch.len().max(1) as f64;
@@ -455,11 +476,26 @@ fn print_row(s: &Sample, from: u32, phases: &BTreeMap<u32, BTreeMap<String, f64>
     let total: f64 = batch.iter().map(|m| m.values().sum::<f64>()).sum::<f64>() / n;
     let wall_ms = s.wall_s * 1000.0 / f64::from(s.session + 1 - from);
     let orch = total - mean("worker") - mean("checks");
+    // Per session, so that one slow session (a roll-up, the machine busy
+    // elsewhere) does not move the row.
+    let mut each: Vec<f64> = batch
+        .iter()
+        .map(|m| {
+            let all: f64 = m.values().sum();
+            let outside = |p: &str| m.get(p).copied().unwrap_or(0.0);
+            all - outside("worker") - outside("checks")
+        })
+        .collect();
+    each.sort_by(f64::total_cmp);
+    let median_ms = each.get(each.len() / 2).copied().unwrap_or(0.0);
+    let cpu_ms = s.cpu_ms / f64::from(s.session + 1 - from);
     print!(
-        "{:>8} {:>8.0} {:>8.1} {:>8.1}",
+        "{:>8} {:>8.0} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
         s.session,
         wall_ms,
         orch,
+        median_ms,
+        cpu_ms,
         (wall_ms - total).max(0.0)
     );
     for p in PHASES {
@@ -478,10 +514,58 @@ fn print_row(s: &Sample, from: u32, phases: &BTreeMap<u32, BTreeMap<String, f64>
         mb(s.transcript_bytes),
         mb(s.git_bytes)
     );
+    RowTimes {
+        session: s.session,
+        median_ms,
+        cpu_ms,
+    }
+}
+
+/// The issue's measure: the orchestrator's time per session at the end of
+/// the run against its first row, by the rows' medians and CPU times.
+fn print_growth(rows: &[RowTimes]) {
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return;
+    };
+    if rows.len() < 2 {
+        return;
+    }
+    let highest = |f: fn(&RowTimes) -> f64| rows.iter().map(f).fold(f64::MIN, f64::max);
+    let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { 0.0 };
+    println!(
+        "growth, session {} to {}: orchestrator median {:.1} -> {:.1} ms ({:.2}x; highest row {:.2}x), \
+         CPU {:.1} -> {:.1} ms ({:.2}x; highest row {:.2}x)",
+        first.session,
+        last.session,
+        first.median_ms,
+        last.median_ms,
+        ratio(first.median_ms, last.median_ms),
+        ratio(first.median_ms, highest(|r| r.median_ms)),
+        first.cpu_ms,
+        last.cpu_ms,
+        ratio(first.cpu_ms, last.cpu_ms),
+        ratio(first.cpu_ms, highest(|r| r.cpu_ms)),
+    );
 }
 
 fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// The CPU time process `pid` has used, its threads but not its children, in ms.
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's name in parentheses: state is field 3, utime 14, stime 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    // SAFETY: sysconf only reads a constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    ticks * 1000.0 / per_second
 }
 
 fn open_fds(pid: u32) -> usize {
