@@ -4,6 +4,7 @@ a fake server on 127.0.0.1. Run with `python3 benches/lift/lift.py --self-test`.
 import contextlib
 import io
 import json
+import os
 import subprocess
 import tempfile
 import threading
@@ -141,7 +142,9 @@ class TestModes(unittest.TestCase):
             self.assertEqual(client.calls, lift.MINIMAL_CALLS)
 
 
-LONGRUN = lift.HERE.parent.parent / "target" / "debug" / "longrun"
+# The binary under test: LONGRUN_LIFT_BIN (the cargo test that runs these
+# sets it), else a debug build in the repository's target directory.
+LONGRUN = Path(os.environ.get("LONGRUN_LIFT_BIN") or lift.HERE.parent.parent / "target" / "debug" / "longrun")
 
 
 def json_block(name, arguments):

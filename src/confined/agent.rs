@@ -13,6 +13,7 @@ use super::checks::{self, SessionChecks};
 use super::context::{ContextPolicy, Conversation};
 use super::edit_check::EditCheck;
 use super::loops::LoopDetector;
+use super::prompt;
 use super::skills::{self, Skill};
 use super::subagent;
 use super::text_calls;
@@ -129,6 +130,17 @@ const MAX_REFOCUS: u32 = 2;
 /// at 7 tokens/s is minutes of a session. Cut there, the answer holds no
 /// file and the next attempt starts.
 const ATTEMPT_STOP: &str = "[harness]";
+
+/// Also where an attempt's answer is cut: the headings of the attempt
+/// message's file groups, which the model sometimes writes out again after
+/// its code (its code is already in; what follows is the message again).
+/// After a line break only, so an answer that opens with one is not emptied.
+fn attempt_stops() -> Vec<String> {
+    let echoes = [prompt::TO_CHANGE_HEADING, prompt::READ_ONLY_HEADING];
+    std::iter::once(ATTEMPT_STOP.to_string())
+        .chain(echoes.map(|h| format!("\n{h}")))
+        .collect()
+}
 
 /// What the harness found to run in an answer without structured calls.
 struct Recovery {
@@ -331,7 +343,7 @@ impl<'a> AgentLoop<'a> {
             if let Some(system) = self.harness.attempt_system.filter(|_| self.attempting) {
                 request.tools.clear();
                 request.system = system.to_string();
-                request.stop = vec![ATTEMPT_STOP.to_string()];
+                request.stop = attempt_stops();
             }
             match self.ask(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {
@@ -610,7 +622,12 @@ impl<'a> AgentLoop<'a> {
         let wrote = calls
             .iter()
             .any(|c| matches!(c.name.as_str(), "write_file" | "edit_file"));
-        if self.subagent || !wrote || !edit_check.failing() {
+        // During an attempt the check failed where it started, so a file
+        // written the same as it was (nothing changed, the check not run
+        // again) leaves it failing too: at temperature 0 the 1.5B model
+        // wrote the file it was shown, unchanged, four times in a row.
+        let failing = edit_check.failing() || (self.attempting && !edit_check.passed());
+        if self.subagent || !wrote || !failing {
             return None;
         }
         attempt(edit_check.best_failing(), self.attempts + 2)

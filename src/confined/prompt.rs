@@ -149,6 +149,11 @@ const SHOWN_FILES_BYTES: usize = 24 * 1024;
 /// acceptance tests, as they are now: a model starts from them instead of
 /// spending its first turns reading them (small models seldom read before
 /// they write). Small regular files inside the workspace only.
+/// The heading of the files a feature names that the session may not change.
+pub const READ_ONLY_HEADING: &str = "For reference (the harness takes no change to these):";
+/// The heading of the files it may change.
+pub const TO_CHANGE_HEADING: &str = "To change:";
+
 fn named_files(
     config: &WorkerConfig,
     feature: &crate::protocol::FeatureBrief,
@@ -190,11 +195,11 @@ fn named_files(
     }
     let mut text = "The files your feature names, as they are now.\n\n".to_string();
     if !fixed.is_empty() {
-        text.push_str("For reference (the harness takes no change to these):\n\n");
+        text.push_str(&format!("{READ_ONLY_HEADING}\n\n"));
         text.push_str(&fixed);
     }
     if !to_change.is_empty() {
-        text.push_str("To change:\n\n");
+        text.push_str(&format!("{TO_CHANGE_HEADING}\n\n"));
         text.push_str(&to_change);
     }
     text

@@ -500,7 +500,7 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
         );
         // An answer that starts writing the harness's message out again is
         // cut where it starts.
-        assert_eq!(request["stop"], json!(["[harness]"]), "{request:#}");
+        assert_eq!(request["stop"][0], "[harness]", "{request:#}");
         // The best attempt's failures: 1 of 2, even after the worse second one.
         assert!(
             text.contains(
@@ -570,6 +570,45 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
     assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
+}
+
+#[test]
+fn an_attempt_that_writes_the_file_unchanged_starts_the_next() {
+    // At temperature 0 the 1.5B model wrote the file it was shown, unchanged,
+    // four turns in a row: nothing changed, so the check did not run again,
+    // and the attempt never ended.
+    let env = Env::new();
+    let worker = json!([
+        done("m.py\n```python\npass\n```\n"),
+        done("m.py\n```python\nprint('a b')\n```\n"),
+        done("Done.")
+    ]);
+    run_whole_file(
+        &env,
+        m_py_says_a_and_b(),
+        worker,
+        &["retry_temperature = 0.8"],
+    );
+
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let second = &requests[1];
+    assert_eq!(second["temperature"], 0.8, "{second:#}");
+    let m = messages(second);
+    assert_eq!(m.len(), 1, "the next attempt starts afresh: {m:#?}");
+    let text = m[0]["content"].as_str().unwrap();
+    assert!(text.contains("\n\nAttempt 2. "), "{text}");
+    // An answer that writes the message's headings out again after its code is cut there.
+    assert_eq!(
+        second["stop"],
+        json!([
+            "[harness]",
+            "\nTo change:",
+            "\nFor reference (the harness takes no change to these):"
+        ]),
+        "{second:#}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
 }
 
 #[test]
@@ -884,6 +923,29 @@ fn the_real_model_script_dry_runs_without_downloading_or_serving_anything() {
         assert!(said.contains(expected), "no `{expected}` in:\n{said}");
     }
     assert!(!cache.exists(), "a dry run writes nothing");
+}
+
+#[test]
+fn the_lift_benchmarks_own_tests_pass() {
+    // Its tasks (each check fails on the stub and passes on the solution),
+    // its counting, and its longrun mode end to end against a fake server
+    // with this build's binary.
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return skip("python3 is not installed");
+    }
+    let lift = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/lift/lift.py");
+    let out = std::process::Command::new("python3")
+        .args([lift, "--self-test"])
+        .env("LONGRUN_LIFT_BIN", env!("CARGO_BIN_EXE_longrun"))
+        .output()
+        .unwrap();
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("skipped"), "nothing skipped: {said}");
 }
 
 #[test]
