@@ -145,19 +145,30 @@ fn frozen_note(config: &WorkerConfig) -> String {
 const SHOWN_FILE_BYTES: u64 = 8 * 1024;
 const SHOWN_FILES_BYTES: usize = 24 * 1024;
 
-/// The files the feature names (in its description, steps or check) and the
-/// acceptance tests, as they are now: a model starts from them instead of
-/// spending its first turns reading them (small models seldom read before
-/// they write). Small regular files inside the workspace only.
 /// The heading of the files a feature names that the session may not change.
 pub const READ_ONLY_HEADING: &str = "For reference (the harness takes no change to these):";
 /// The heading of the files it may change.
 pub const TO_CHANGE_HEADING: &str = "To change:";
 
+/// The files the feature names (in its description, steps or check) and the
+/// acceptance tests, as they are now: a model starts from them instead of
+/// spending its first turns reading them (small models seldom read before
+/// they write). Small regular files inside the workspace only.
 fn named_files(
     config: &WorkerConfig,
     feature: &crate::protocol::FeatureBrief,
     workspace: &Path,
+) -> String {
+    named_files_as(config, feature, workspace, false)
+}
+
+/// [`named_files`]; `anew`: the files to change are named, their content
+/// left out (an attempt that writes them from scratch).
+fn named_files_as(
+    config: &WorkerConfig,
+    feature: &crate::protocol::FeatureBrief,
+    workspace: &Path,
+    anew: bool,
 ) -> String {
     let names: Vec<String> = mentioned_paths(&feature.json)
         .into_iter()
@@ -184,7 +195,11 @@ fn named_files(
             break;
         }
         let body = body.trim_end();
-        if change.contains(&name) {
+        if change.contains(&name) && anew {
+            to_change.push_str(&format!(
+                "`{name}`: its content is left out; write it anew, from scratch.\n\n"
+            ));
+        } else if change.contains(&name) {
             to_change.push_str(&format!("{name}\n```\n{body}\n```\n\n"));
         } else {
             fixed.push_str(&format!("`{name}`, read-only:\n```\n{body}\n```\n\n"));
@@ -308,13 +323,24 @@ pub fn refocus_message(
 }
 
 /// The files the feature names, as the session found them, for
-/// [`attempt_message`] (empty without a feature).
-pub fn files_at_start(config: &WorkerConfig, workspace: &Path) -> String {
+/// [`attempt_message`] (empty without a feature); `anew`: the files to
+/// change are named but their content is left out.
+pub fn files_at_start(config: &WorkerConfig, workspace: &Path, anew: bool) -> String {
     config
         .feature
         .as_ref()
-        .map(|f| named_files(config, f, workspace))
+        .map(|f| named_files_as(config, f, workspace, anew))
         .unwrap_or_default()
+}
+
+/// Whether attempt `attempt` writes the files from scratch: every second
+/// one from the second on. Shown the file it is to fix, the 1.5B model
+/// wrote the same approach again in every attempt, even sampled at 0.8
+/// (a parser splitting on "h" never learns "1d2h3m4s"); written anew, its
+/// attempts differ. The others fix the file as it is, which keeps what
+/// already passes.
+pub fn attempt_is_anew(attempt: u32) -> bool {
+    attempt.is_multiple_of(2)
 }
 
 /// The message a whole-file session's attempt `attempt` starts from: the
@@ -344,6 +370,15 @@ pub fn attempt_message(
         1 => (
             format!("Its check `{check}` fails now: {failing}"),
             format!("Write {names} so that every test passes."),
+        ),
+        n if attempt_is_anew(n) => (
+            format!(
+                "An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {failing}"
+            ),
+            format!(
+                "Write {names} anew, from scratch, so that every test passes (the ones that pass now too): \
+                 a different approach from the earlier attempts."
+            ),
         ),
         _ => (
             format!(

@@ -120,10 +120,15 @@ fn run_agent(
         |failing: &str| prompt::refocus_message(config, &ctx.workspace, &files_to_change, failing);
     // And once an attempt leaves the check failing, it starts again from the
     // files as they were, sampled at the retry temperature.
-    let at_start = prompt::files_at_start(config, &ctx.workspace);
+    let at_start = prompt::files_at_start(config, &ctx.workspace, false);
+    let anew = prompt::files_at_start(config, &ctx.workspace, true);
     let attempt = |best: Option<&str>, n: u32| {
         let failing = best.or(failing.as_deref())?;
-        prompt::attempt_message(config, &at_start, &files_to_change, failing, n)
+        let files = match prompt::attempt_is_anew(n) {
+            true => &anew,
+            false => &at_start,
+        };
+        prompt::attempt_message(config, files, &files_to_change, failing, n)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
     let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace);
