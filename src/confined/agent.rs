@@ -52,9 +52,18 @@ pub struct Harness<'a> {
 }
 
 /// Makes the message a whole-file session's next attempt starts from,
-/// given what the check said on the best attempt so far (None: no attempt
-/// has written a file yet) and the attempt's number.
-pub type Attempt<'a> = dyn Fn(Option<&str>, u32) -> Option<String> + 'a;
+/// given the best attempt so far and the attempt's number.
+pub type Attempt<'a> = dyn Fn(&AttemptFrom, u32) -> Option<String> + 'a;
+
+/// The best attempt so far, for the next attempt's message.
+#[derive(Debug, Default)]
+pub struct AttemptFrom<'s> {
+    /// What the check said on it (None: no attempt has written a file yet).
+    pub failing: Option<&'s str>,
+    /// Its files, when it makes other features' checks pass: the next
+    /// attempt (when not written anew) builds on it.
+    pub best: Option<super::edit_check::BestFiles>,
+}
 
 /// Makes the message a whole-file session starts again from, given what
 /// its failing check said; None when there is no file to write.
@@ -630,7 +639,20 @@ impl<'a> AgentLoop<'a> {
         if self.subagent || !wrote || !failing {
             return None;
         }
-        attempt(edit_check.best_failing(), self.attempts + 2)
+        attempt(&self.attempt_from(edit_check), self.attempts + 2)
+    }
+
+    /// The best attempt so far, as the next attempt's message shows it.
+    fn attempt_from<'e>(&self, edit_check: &'e EditCheck) -> AttemptFrom<'e> {
+        let workspace = &self.harness.ctx.workspace;
+        let best = self.harness.checks.and_then(|checks| {
+            let at_start = checks.passing_at_base(workspace);
+            edit_check.best_to_build_on(workspace, at_start, self.harness.files_to_change)
+        });
+        AttemptFrom {
+            failing: edit_check.best_failing(),
+            best,
+        }
     }
 
     /// Whole-file sessions with a retry temperature: an answer that wrote
@@ -643,7 +665,7 @@ impl<'a> AgentLoop<'a> {
         if self.subagent || !self.attempting || edit_check.passed() {
             return None;
         }
-        attempt(edit_check.best_failing(), self.attempts + 2)
+        attempt(&self.attempt_from(edit_check), self.attempts + 2)
     }
 
     /// This session's first message is its first attempt.

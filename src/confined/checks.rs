@@ -7,7 +7,7 @@
 //! learns what verification will say while it can still act on it.
 
 use std::path::Path;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
 use git2::{Oid, Repository};
@@ -42,16 +42,38 @@ pub struct SessionChecks {
     feature_id: Option<String>,
     base: Option<Oid>,
     timeout: Duration,
-    /// The other features passing when the session started, with their
-    /// checks: what the harness runs before it commits on the model's behalf.
-    regressions: Vec<(String, String)>,
+    /// The other features with a check, as features.json held them at the
+    /// session's base: read at their first use (only sessions whose harness
+    /// commits for the model run them).
+    others: OnceLock<Vec<OtherCheck>>,
 }
 
-/// The most checks of passing features the harness runs before it commits
-/// (verification, outside, runs them all).
-const MAX_REGRESSION_CHECKS: usize = 100;
+/// Another feature's check, as the session's base commit holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherCheck {
+    pub id: String,
+    pub command: String,
+    /// It passed at the base: breaking it is a regression.
+    pub passing: bool,
+}
+
+/// The other features' checks run on one state ([`SessionChecks::run_others`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OthersRun {
+    /// Features passing at the base whose checks fail now, with what they
+    /// said (the first [`MAX_REGRESSIONS_SHOWN`]).
+    pub broken: Vec<(String, CheckOutcome)>,
+    /// Features passing at the base whose checks still pass.
+    pub kept: u32,
+    /// Features not yet done at the base whose checks pass now.
+    pub gained: Vec<String>,
+}
+
+/// The most checks of other features the harness runs on one state
+/// (verification, outside, runs every passing feature's).
+const MAX_OTHER_CHECKS: usize = 100;
 /// Broken features named to the model, at most.
-const MAX_REGRESSIONS_SHOWN: usize = 3;
+pub const MAX_REGRESSIONS_SHOWN: usize = 3;
 
 impl SessionChecks {
     /// The checks of this session, with the workspace's HEAD now as its base.
@@ -61,9 +83,7 @@ impl SessionChecks {
             .and_then(|r| repo::head(&r));
         let mut commands = Vec::new();
         let mut feature_check = false;
-        let mut regressions = Vec::new();
         if config.role == Role::Worker {
-            regressions = passing_checks(config, workspace);
             if let Some(f) = &config.feature {
                 if let Some(check) = &f.check {
                     commands.push((format!("feature {} check", f.id), check.clone()));
@@ -84,34 +104,51 @@ impl SessionChecks {
             feature_id: config.feature.as_ref().map(|f| f.id.clone()),
             base,
             timeout: Duration::from_secs(config.check_timeout_secs),
-            regressions,
+            others: OnceLock::new(),
         }
     }
 
-    /// Run the checks of the features that passed when the session started
-    /// (at most [`MAX_REGRESSION_CHECKS`], in the list's order) and return
-    /// those that fail now, with what they said; it stops after
-    /// [`MAX_REGRESSIONS_SHOWN`]. A small model rewriting a whole file to
-    /// pass one test often breaks another: told before the harness commits,
-    /// it can still keep both, and the session is not spent on work
-    /// verification would reject.
-    pub fn run_regressions(&self, workspace: &Path) -> Vec<(String, CheckOutcome)> {
-        let mut broken = Vec::new();
-        for (id, command) in self.regressions.iter().take(MAX_REGRESSION_CHECKS) {
-            let outcome = run_command(
-                workspace,
-                &format!("feature {id} check"),
-                command,
-                self.timeout,
-            );
-            if !outcome.passed {
-                broken.push((id.clone(), outcome));
-                if broken.len() == MAX_REGRESSIONS_SHOWN {
-                    break;
+    /// The other features' checks, read from features.json at the base
+    /// commit (not the file in the workspace, which the model may change).
+    fn others(&self, workspace: &Path) -> &[OtherCheck] {
+        self.others.get_or_init(|| match self.role {
+            Role::Worker => other_checks(workspace, self.base, self.feature_id.as_deref()),
+            Role::Initializer => Vec::new(),
+        })
+    }
+
+    /// How many other features passed at the base.
+    pub fn passing_at_base(&self, workspace: &Path) -> u32 {
+        self.others(workspace).iter().filter(|o| o.passing).count() as u32
+    }
+
+    /// Run the checks of the other features (at most [`MAX_OTHER_CHECKS`],
+    /// in the list's order): those that passed at the base and fail now are
+    /// `broken`; those not done at the base that pass now are `gained`.
+    /// `all`: false stops after [`MAX_REGRESSIONS_SHOWN`] broken and skips
+    /// the features not done, when only whether it may commit matters.
+    pub fn run_others(&self, workspace: &Path, all: bool) -> OthersRun {
+        let mut run = OthersRun::default();
+        for other in self.others(workspace).iter().take(MAX_OTHER_CHECKS) {
+            if !all && !other.passing {
+                continue;
+            }
+            let name = format!("feature {} check", other.id);
+            let outcome = run_command(workspace, &name, &other.command, self.timeout);
+            match (other.passing, outcome.passed) {
+                (true, true) => run.kept += 1,
+                (true, false) if run.broken.len() < MAX_REGRESSIONS_SHOWN => {
+                    run.broken.push((other.id.clone(), outcome));
+                    if !all && run.broken.len() == MAX_REGRESSIONS_SHOWN {
+                        break;
+                    }
                 }
+                (true, false) => {}
+                (false, true) => run.gained.push(other.id.clone()),
+                (false, false) => {}
             }
         }
-        broken
+        run
     }
 
     /// The assigned feature's id, for a worker session.
@@ -242,19 +279,28 @@ fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -
     }
 }
 
-/// The features other than the assigned one that pass in the workspace's
-/// features.json as the session found it, with their checks.
-fn passing_checks(config: &WorkerConfig, workspace: &Path) -> Vec<(String, String)> {
-    let assigned = config.feature.as_ref().map(|f| f.id.as_str());
-    let text =
-        std::fs::read_to_string(workspace.join(crate::features::FILE_NAME)).unwrap_or_default();
-    let Ok(list) = crate::features::FeatureList::parse(&text) else {
+/// The features other than `assigned` with a check, as features.json held
+/// them at commit `base` of the workspace's repository (none when it cannot
+/// be read: the harness then commits on the feature's check alone, and
+/// verification outside runs every passing feature's check anyway).
+fn other_checks(workspace: &Path, base: Option<Oid>, assigned: Option<&str>) -> Vec<OtherCheck> {
+    let list = base.and_then(|base| {
+        let repo = Repository::open(workspace).ok()?;
+        crate::features::list_at(&repo, base).ok()??.ok()
+    });
+    let Some(list) = list else {
         return Vec::new();
     };
     list.features
-        .into_iter()
-        .filter(|f| f.passes && Some(f.id.as_str()) != assigned)
-        .filter_map(|f| Some((f.id, f.check?)))
+        .iter()
+        .filter(|f| Some(f.id.as_str()) != assigned)
+        .filter_map(|f| {
+            Some(OtherCheck {
+                id: f.id.clone(),
+                command: f.check.clone()?,
+                passing: f.passes,
+            })
+        })
         .collect()
 }
 

@@ -25,11 +25,14 @@ use crate::git::{is_build_output, uncommitted_paths};
 /// Lines of the check's output shown after an edit.
 const TAIL_LINES: usize = 25;
 
-/// How well a state does on the feature's check: passing beats failing, then
-/// more tests passing beats fewer.
+/// How well a state does: passing the feature's check (without breaking a
+/// feature that passed) beats failing; then more other features' checks
+/// passing beats fewer (counted only when the harness commits for the
+/// model); then more of the check's tests passing beats fewer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Score {
     pub passed: bool,
+    pub others_passing: u32,
     pub tests_passing: u32,
 }
 
@@ -56,6 +59,10 @@ struct Best {
     step: u32,
     /// What its check said ([`failing_summary`]).
     summary: String,
+    /// Features not done when the session started whose checks pass there.
+    gained: Vec<String>,
+    /// Some feature that passed when the session started fails there.
+    breaks: bool,
 }
 
 /// One check run on one state.
@@ -103,16 +110,21 @@ impl EditCheck {
         let outcome = checks.run_feature(workspace)?;
         let counts = counts(&outcome.output);
         let mut score = score(&outcome, counts);
-        // Before the harness commits for the model: passing its own check is
-        // not done while it breaks another feature. (A model that commits
-        // itself hears it from the check rounds and verification; running
-        // every passing feature's check after each of its turns costs more.)
-        let broken = match score.passed && self.commit_when_passing {
-            true => checks.run_regressions(workspace),
-            false => Vec::new(),
+        // When the harness commits for the model, every state is also run
+        // against the other features' checks: passing its own check is not
+        // done while it breaks a feature that passed, and a state that makes
+        // other features pass is progress to build on even while its own
+        // check fails (a small model working on one test often writes the
+        // parser that passes four others). A model that commits itself hears
+        // of regressions from the check rounds and verification.
+        let others = match self.commit_when_passing {
+            true => checks.run_others(workspace, true),
+            false => checks::OthersRun::default(),
         };
-        score.passed &= broken.is_empty();
-        let summary = match broken.is_empty() {
+        score.others_passing = others.kept + others.gained.len() as u32;
+        score.passed &= others.broken.is_empty();
+        let broken = others.broken;
+        let summary = match broken.is_empty() || !outcome.passed {
             true => failing_summary(&outcome),
             false => broken_summary(&broken),
         };
@@ -125,6 +137,8 @@ impl EditCheck {
                     tree,
                     step,
                     summary: summary.clone(),
+                    gained: others.gained.clone(),
+                    breaks: !broken.is_empty(),
                 });
             }
         }
@@ -142,7 +156,7 @@ impl EditCheck {
         if passed_before && score.passed && committed.is_none() {
             return None;
         }
-        if !broken.is_empty() {
+        if !broken.is_empty() && outcome.passed {
             return Some(format!(
                 "[harness] The harness ran the {} (`{}`) after your edits: {summary}\n\
                  The harness commits only a change that keeps every feature that passed before passing: keep what made them pass.",
@@ -150,7 +164,10 @@ impl EditCheck {
                 outcome.command.as_deref().unwrap_or("")
             ));
         }
-        let message = report(&outcome, counts, score, before.as_ref(), committed);
+        let mut message = report(&outcome, counts, score, before.as_ref(), committed);
+        if !score.passed {
+            message.push_str(&others_said(&others.gained, &broken));
+        }
         Some(message)
     }
 
@@ -170,6 +187,45 @@ impl EditCheck {
             .as_ref()
             .filter(|b| !b.score.passed)
             .map(|b| b.summary.as_str())
+    }
+
+    /// The files `names` as the best state so far holds them, when it makes
+    /// more of the other features' checks pass than the session's start
+    /// (`at_start`: how many passed there), breaks none, and its own check
+    /// still fails:
+    /// the next attempt builds on it. Each with its content (None: absent
+    /// there or not text), and the features it makes pass.
+    pub fn best_to_build_on(
+        &self,
+        workspace: &Path,
+        at_start: u32,
+        names: &[String],
+    ) -> Option<BestFiles> {
+        let best = self
+            .best
+            .as_ref()
+            .filter(|b| !b.score.passed && !b.breaks)?;
+        if best.score.others_passing <= at_start || best.gained.is_empty() {
+            return None;
+        }
+        let repo = Repository::open(workspace).ok()?;
+        let tree = repo.find_tree(best.tree).ok()?;
+        let files = names
+            .iter()
+            .map(|name| {
+                let body = tree
+                    .get_path(Path::new(name))
+                    .ok()
+                    .and_then(|e| e.to_object(&repo).ok())
+                    .and_then(|o| o.peel_to_blob().ok())
+                    .and_then(|b| String::from_utf8(b.content().to_vec()).ok());
+                (name.clone(), body)
+            })
+            .collect();
+        Some(BestFiles {
+            files,
+            gained: best.gained.clone(),
+        })
     }
 
     /// The check passes: the feature marked done and the work committed by
@@ -234,6 +290,35 @@ impl EditCheck {
         restore(workspace, best.tree, &said)?;
         Ok(Some(format!("kept {said}")))
     }
+}
+
+/// The files of the best state so far, for the next attempt to build on
+/// ([`EditCheck::best_to_build_on`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BestFiles {
+    pub files: Vec<(String, Option<String>)>,
+    /// The features not done at the start whose checks pass there.
+    pub gained: Vec<String>,
+}
+
+/// What other features' checks said on a state whose own check fails:
+/// those it makes pass, those it breaks (empty when neither).
+fn others_said(gained: &[String], broken: &[(String, CheckOutcome)]) -> String {
+    let mut text = String::new();
+    if !gained.is_empty() {
+        text.push_str(&format!(
+            "\nIt makes the checks of features not done yet pass: {}. Keep them passing.",
+            gained.join(", ")
+        ));
+    }
+    if !broken.is_empty() {
+        let ids: Vec<&str> = broken.iter().map(|(id, _)| id.as_str()).collect();
+        text.push_str(&format!(
+            "\nIt breaks features that passed before: {} (their checks fail now).",
+            ids.join(", ")
+        ));
+    }
+    text
 }
 
 /// What the model is told after the check ran on its edits.
@@ -338,6 +423,7 @@ fn describe(score: Score, counts: Option<Counts>) -> String {
 fn score(outcome: &CheckOutcome, counts: Option<Counts>) -> Score {
     Score {
         passed: outcome.passed,
+        others_passing: 0,
         tests_passing: counts.map_or(0, |c| c.passed),
     }
 }
@@ -563,12 +649,14 @@ mod tests {
     }
 
     #[test]
-    fn a_passing_check_beats_any_count_and_more_tests_beat_fewer() {
-        let s = |passed, tests_passing| Score {
+    fn a_passing_check_beats_any_count_and_more_features_beat_more_tests() {
+        let s = |passed, others_passing, tests_passing| Score {
             passed,
+            others_passing,
             tests_passing,
         };
-        assert!(s(true, 0) > s(false, 12));
-        assert!(s(false, 7) > s(false, 0));
+        assert!(s(true, 0, 0) > s(false, 40, 12));
+        assert!(s(false, 3, 0) > s(false, 2, 9));
+        assert!(s(false, 2, 7) > s(false, 2, 0));
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::context::head;
+use super::edit_check::BestFiles;
 use super::skills::{self, Skill};
 use crate::config::EditFormat;
 use crate::protocol::WorkerConfig;
@@ -159,7 +160,17 @@ fn named_files(
     feature: &crate::protocol::FeatureBrief,
     workspace: &Path,
 ) -> String {
-    named_files_as(config, feature, workspace, false)
+    named_files_as(config, feature, workspace, &Shown::AsFound)
+}
+
+/// How the files to change appear in an attempt's message.
+pub enum Shown<'b> {
+    /// As the session found them.
+    AsFound,
+    /// Named, their content left out: the attempt writes them from scratch.
+    Anew,
+    /// As the best state so far holds them: the attempt builds on it.
+    Best(&'b BestFiles),
 }
 
 /// [`named_files`]; `anew`: the files to change are named, their content
@@ -168,7 +179,7 @@ fn named_files_as(
     config: &WorkerConfig,
     feature: &crate::protocol::FeatureBrief,
     workspace: &Path,
-    anew: bool,
+    shown: &Shown,
 ) -> String {
     let names: Vec<String> = mentioned_paths(&feature.json)
         .into_iter()
@@ -188,14 +199,25 @@ fn named_files_as(
         let path = workspace.join(&name);
         let small = std::fs::symlink_metadata(&path)
             .is_ok_and(|m| m.file_type().is_file() && m.len() <= SHOWN_FILE_BYTES);
-        let Some(body) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+        let best = match shown {
+            Shown::Best(best) if change.contains(&name) => best
+                .files
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, body)| body.clone())
+                .filter(|b| b.len() as u64 <= SHOWN_FILE_BYTES),
+            _ => None,
+        };
+        let Some(body) =
+            best.or_else(|| small.then(|| std::fs::read_to_string(&path).ok()).flatten())
+        else {
             continue;
         };
         if fixed.len() + to_change.len() + body.len() > SHOWN_FILES_BYTES {
             break;
         }
         let body = body.trim_end();
-        if change.contains(&name) && anew {
+        if change.contains(&name) && matches!(shown, Shown::Anew) {
             to_change.push_str(&format!(
                 "`{name}`: its content is left out; write it anew, from scratch.\n\n"
             ));
@@ -208,7 +230,11 @@ fn named_files_as(
     if fixed.is_empty() && to_change.is_empty() {
         return String::new();
     }
-    let mut text = "The files your feature names, as they are now.\n\n".to_string();
+    let mut text = match shown {
+        Shown::Best(_) => "The files your feature names; the ones to change as the best attempt so far wrote them.\n\n",
+        _ => "The files your feature names, as they are now.\n\n",
+    }
+    .to_string();
     if !fixed.is_empty() {
         text.push_str(&format!("{READ_ONLY_HEADING}\n\n"));
         text.push_str(&fixed);
@@ -322,14 +348,13 @@ pub fn refocus_message(
     ))
 }
 
-/// The files the feature names, as the session found them, for
-/// [`attempt_message`] (empty without a feature); `anew`: the files to
-/// change are named but their content is left out.
-pub fn files_at_start(config: &WorkerConfig, workspace: &Path, anew: bool) -> String {
+/// The files the feature names, for [`attempt_message`] (empty without a
+/// feature): the files to change as `shown` says.
+pub fn files_for_attempt(config: &WorkerConfig, workspace: &Path, shown: &Shown) -> String {
     config
         .feature
         .as_ref()
-        .map(|f| named_files_as(config, f, workspace, anew))
+        .map(|f| named_files_as(config, f, workspace, shown))
         .unwrap_or_default()
 }
 
@@ -351,7 +376,10 @@ pub fn attempt_is_anew(attempt: u32) -> bool {
 /// message spends its first turns running the check the harness already
 /// ran); a later one says what the best attempt so far failed and asks for
 /// a different file. None without a feature or a file to write.
-/// `at_start`: [`files_at_start`]; `files`: the session's [`files_to_change`];
+/// An attempt that is not written anew builds on the best attempt so far
+/// when that one makes other features' checks pass (`gained`, not empty):
+/// it is shown in place of the files as found.
+/// `at_start`: [`files_for_attempt`]; `files`: the session's [`files_to_change`];
 /// `failing`: what the check said at the start, or on the best attempt.
 pub fn attempt_message(
     config: &WorkerConfig,
@@ -359,6 +387,7 @@ pub fn attempt_message(
     files: &[String],
     failing: &str,
     attempt: u32,
+    gained: &[String],
 ) -> Option<String> {
     let feature = config.feature.as_ref()?;
     if files.is_empty() {
@@ -370,6 +399,15 @@ pub fn attempt_message(
         1 => (
             format!("Its check `{check}` fails now: {failing}"),
             format!("Write {names} so that every test passes."),
+        ),
+        n if !attempt_is_anew(n) && !gained.is_empty() => (
+            format!(
+                "The best attempt so far, shown above under \"{TO_CHANGE_HEADING}\", makes the checks of \
+                 features not done yet pass ({}), but its own check `{check}` fails: {failing}",
+                gained.join(", ")
+            ),
+"Change it so that this feature's test passes too, keeping every test that passes now passing."
+                .to_string(),
         ),
         n if attempt_is_anew(n) => (
             format!(

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::agent::{Attempt, Harness, Refocus};
+use super::agent::{Attempt, AttemptFrom, Harness, Refocus};
 use super::checks::SessionChecks;
 use super::edit_check::failing_summary;
+use super::prompt::Shown;
 use super::{prompt, skills, AgentLoop, Budget};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
 use crate::config::EditFormat;
@@ -120,15 +121,22 @@ fn run_agent(
         |failing: &str| prompt::refocus_message(config, &ctx.workspace, &files_to_change, failing);
     // And once an attempt leaves the check failing, it starts again from the
     // files as they were, sampled at the retry temperature.
-    let at_start = prompt::files_at_start(config, &ctx.workspace, false);
-    let anew = prompt::files_at_start(config, &ctx.workspace, true);
-    let attempt = |best: Option<&str>, n: u32| {
-        let failing = best.or(failing.as_deref())?;
-        let files = match prompt::attempt_is_anew(n) {
-            true => &anew,
-            false => &at_start,
+    // An attempt not written anew builds on the best one so far when that
+    // makes other features' checks pass.
+    let at_start = prompt::files_for_attempt(config, &ctx.workspace, &Shown::AsFound);
+    let anew = prompt::files_for_attempt(config, &ctx.workspace, &Shown::Anew);
+    let attempt = |from: &AttemptFrom, n: u32| {
+        let failing = from.failing.or(failing.as_deref())?;
+        let best = from.best.as_ref().filter(|_| !prompt::attempt_is_anew(n));
+        let files = match (prompt::attempt_is_anew(n), best) {
+            (true, _) => anew.clone(),
+            (false, Some(best)) => {
+                prompt::files_for_attempt(config, &ctx.workspace, &Shown::Best(best))
+            }
+            (false, None) => at_start.clone(),
         };
-        prompt::attempt_message(config, files, &files_to_change, failing, n)
+        let gained = best.map(|b| b.gained.as_slice()).unwrap_or_default();
+        prompt::attempt_message(config, &files, &files_to_change, failing, n, gained)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
     let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace);
@@ -149,7 +157,7 @@ fn run_agent(
     let first_attempt = failing
         .as_deref()
         .filter(|_| retries)
-        .and_then(|f| prompt::attempt_message(config, &at_start, &files_to_change, f, 1));
+        .and_then(|f| prompt::attempt_message(config, &at_start, &files_to_change, f, 1, &[]));
     let mut limits = config.budget.clone();
     if failpoint("worker-overspends", config.session) {
         limits.steps *= 7;

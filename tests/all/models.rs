@@ -683,6 +683,78 @@ fn a_whole_file_edit_that_breaks_a_passing_feature_is_not_committed_and_the_mode
 }
 
 #[test]
+fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_on() {
+    // One feature per test: working on one test, the 1.5B model wrote a
+    // parser that passed four others but not its own, and the next attempt
+    // started again from the file as the session found it. The harness runs
+    // every feature's check on each attempt, and the next attempt (when not
+    // written anew) is shown the best one and what it gained.
+    let env = Env::new();
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": "m.py says alpha",
+         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
+        {"id": "F002", "category": "functional", "description": "m.py says beta",
+         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false},
+        {"id": "F003", "category": "functional", "description": "m.py says gamma",
+         "steps": ["edit m.py"], "check": "python3 t.py gamma", "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
+    init[0]["tool_calls"]
+        .as_array_mut()
+        .unwrap()
+        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
+    let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
+    let model = env.model(json!({
+        "1": init,
+        "2": [block("print('alpha')"), done("Done.")],
+        // F002: the first attempt makes F003 pass, not F002; the second
+        // (written anew) breaks F001; the third builds on the first.
+        "3": [block("print('alpha gamma')"), block("print('nothing')"),
+              block("print('alpha beta gamma')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &["retry_temperature = 0.8"]);
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let requests = env.requests(3);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let second = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        second.contains("`m.py`: its content is left out"),
+        "{second}"
+    );
+    let third = user_texts(&requests[2]).last().unwrap().clone();
+    assert!(
+        third.contains("the ones to change as the best attempt so far wrote them"),
+        "{third}"
+    );
+    assert!(
+        third.contains("m.py\n```\nprint('alpha gamma')\n```"),
+        "{third}"
+    );
+    assert!(
+        third.contains("makes the checks of features not done yet pass (F003), but its own check `python3 t.py beta` fails"),
+        "{third}"
+    );
+    assert!(!third.contains("print('nothing')"), "{third}");
+    // F002 accepted on the third attempt; F003 then passes at its session's
+    // start and is done without a model call.
+    assert!(env.requests(4).is_empty(), "no model call for F003");
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta gamma')"
+    );
+    let list = env.on_main("features.json").unwrap();
+    assert_eq!(list.matches("\"passes\": true").count(), 3, "{list}");
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
+#[test]
 fn a_check_that_already_passes_at_the_start_is_marked_done_without_a_model_call() {
     // One test of several often passes once another's code is in: the
     // session assigned to it has nothing to write.
