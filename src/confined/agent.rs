@@ -208,7 +208,8 @@ impl<'a> AgentLoop<'a> {
         };
         let tool_names = tools.iter().map(|t| t.name.clone()).collect();
         let edit_check = match (subagent, harness.checks) {
-            (false, Some(_)) if s.check_after_edit => Some(EditCheck::new(
+            (false, Some(checks)) if s.check_after_edit => Some(EditCheck::new(
+                checks,
                 &harness.ctx.workspace,
                 s.commit_when_passing(),
             )),
@@ -646,7 +647,7 @@ impl<'a> AgentLoop<'a> {
     fn attempt_from<'e>(&self, edit_check: &'e EditCheck) -> AttemptFrom<'e> {
         let workspace = &self.harness.ctx.workspace;
         let best = self.harness.checks.and_then(|checks| {
-            let at_start = checks.passing_at_base(workspace);
+            let at_start = checks.passing_at_start(workspace);
             edit_check.best_to_build_on(workspace, at_start, self.harness.files_to_change)
         });
         AttemptFrom {

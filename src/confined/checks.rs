@@ -46,6 +46,9 @@ pub struct SessionChecks {
     /// session's base: read at their first use (only sessions whose harness
     /// commits for the model run them).
     others: OnceLock<Vec<OtherCheck>>,
+    /// Which of them passed on the files as the session found them, when
+    /// run there ([`SessionChecks::run_others_at_start`]).
+    at_start: OnceLock<Vec<bool>>,
 }
 
 /// Another feature's check, as the session's base commit holds it.
@@ -60,12 +63,12 @@ pub struct OtherCheck {
 /// The other features' checks run on one state ([`SessionChecks::run_others`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OthersRun {
-    /// Features passing at the base whose checks fail now, with what they
+    /// Features passing at the start whose checks fail now, with what they
     /// said (the first [`MAX_REGRESSIONS_SHOWN`]).
     pub broken: Vec<(String, CheckOutcome)>,
-    /// Features passing at the base whose checks still pass.
+    /// Features passing at the start whose checks still pass.
     pub kept: u32,
-    /// Features not yet done at the base whose checks pass now.
+    /// Features failing at the start whose checks pass now.
     pub gained: Vec<String>,
 }
 
@@ -105,6 +108,7 @@ impl SessionChecks {
             base,
             timeout: Duration::from_secs(config.check_timeout_secs),
             others: OnceLock::new(),
+            at_start: OnceLock::new(),
         }
     }
 
@@ -117,25 +121,58 @@ impl SessionChecks {
         })
     }
 
-    /// How many other features passed at the base.
-    pub fn passing_at_base(&self, workspace: &Path) -> u32 {
-        self.others(workspace).iter().filter(|o| o.passing).count() as u32
+    /// Run the other features' checks on the files as the session found
+    /// them, once, before any change: a state is then judged against what
+    /// passed there, not against the `passes` marks (a test often passes on
+    /// main before the session assigned to it has marked it).
+    pub fn run_others_at_start(&self, workspace: &Path) {
+        self.at_start.get_or_init(|| {
+            self.others(workspace)
+                .iter()
+                .take(MAX_OTHER_CHECKS)
+                .map(|o| {
+                    let name = format!("feature {} check", o.id);
+                    run_command(workspace, &name, &o.command, self.timeout).passed
+                })
+                .collect()
+        });
+    }
+
+    /// Whether other feature `index` passed at the start: as run there,
+    /// else as features.json marks it.
+    fn passed_at_start(&self, index: usize, other: &OtherCheck) -> bool {
+        self.at_start
+            .get()
+            .and_then(|s| s.get(index).copied())
+            .unwrap_or(other.passing)
+    }
+
+    /// How many other features passed at the start.
+    pub fn passing_at_start(&self, workspace: &Path) -> u32 {
+        let others = self.others(workspace).iter().take(MAX_OTHER_CHECKS);
+        others
+            .enumerate()
+            .filter(|(i, o)| self.passed_at_start(*i, o))
+            .count() as u32
     }
 
     /// Run the checks of the other features (at most [`MAX_OTHER_CHECKS`],
-    /// in the list's order): those that passed at the base and fail now are
-    /// `broken`; those not done at the base that pass now are `gained`.
+    /// in the list's order): those that passed at the start and fail now are
+    /// `broken`; those that failed there and pass now are `gained`.
     /// `all`: false stops after [`MAX_REGRESSIONS_SHOWN`] broken and skips
-    /// the features not done, when only whether it may commit matters.
+    /// the features that failed at the start, when only whether it may
+    /// commit matters.
     pub fn run_others(&self, workspace: &Path, all: bool) -> OthersRun {
         let mut run = OthersRun::default();
-        for other in self.others(workspace).iter().take(MAX_OTHER_CHECKS) {
-            if !all && !other.passing {
+        let others = self.others(workspace).iter().take(MAX_OTHER_CHECKS);
+        for (index, other) in others.enumerate() {
+            let before = self.passed_at_start(index, other);
+            if !all && !before {
                 continue;
             }
             let name = format!("feature {} check", other.id);
             let outcome = run_command(workspace, &name, &other.command, self.timeout);
-            match (other.passing, outcome.passed) {
+            match (before, outcome.passed) {
                 (true, true) => run.kept += 1,
                 (true, false) if run.broken.len() < MAX_REGRESSIONS_SHOWN => {
                     run.broken.push((other.id.clone(), outcome));

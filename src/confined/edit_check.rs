@@ -59,7 +59,7 @@ struct Best {
     step: u32,
     /// What its check said ([`failing_summary`]).
     summary: String,
-    /// Features not done when the session started whose checks pass there.
+    /// Features whose checks failed at the session's start and pass there.
     gained: Vec<String>,
     /// Some feature that passed when the session started fails there.
     breaks: bool,
@@ -85,8 +85,13 @@ pub struct EditCheck {
 
 impl EditCheck {
     /// Start from the workspace as the session found it: the check runs
-    /// only once something changed.
-    pub fn new(workspace: &Path, commit_when_passing: bool) -> EditCheck {
+    /// only once something changed. When the harness commits for the model,
+    /// the other features' checks run here first, so that each state is
+    /// judged against what passed at the start.
+    pub fn new(checks: &SessionChecks, workspace: &Path, commit_when_passing: bool) -> EditCheck {
+        if commit_when_passing {
+            checks.run_others_at_start(workspace);
+        }
         EditCheck {
             seen: fingerprint(workspace).ok(),
             commit_when_passing,
@@ -307,7 +312,7 @@ fn others_said(gained: &[String], broken: &[(String, CheckOutcome)]) -> String {
     let mut text = String::new();
     if !gained.is_empty() {
         text.push_str(&format!(
-            "\nIt makes the checks of features not done yet pass: {}. Keep them passing.",
+            "\nIt makes the checks of other features pass that failed before: {}. Keep them passing.",
             gained.join(", ")
         ));
     }

@@ -403,7 +403,7 @@ pub fn attempt_message(
         n if !attempt_is_anew(n) && !gained.is_empty() => (
             format!(
                 "The best attempt so far, shown above under \"{TO_CHANGE_HEADING}\", makes the checks of \
-                 features not done yet pass ({}), but its own check `{check}` fails: {failing}",
+                 other features pass that failed before ({}), but its own check `{check}` fails: {failing}",
                 gained.join(", ")
             ),
 "Change it so that this feature's test passes too, keeping every test that passes now passing."

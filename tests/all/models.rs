@@ -738,7 +738,7 @@ fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_
         "{third}"
     );
     assert!(
-        third.contains("makes the checks of features not done yet pass (F003), but its own check `python3 t.py beta` fails"),
+        third.contains("makes the checks of other features pass that failed before (F003), but its own check `python3 t.py beta` fails"),
         "{third}"
     );
     assert!(!third.contains("print('nothing')"), "{third}");
@@ -751,6 +751,58 @@ fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_
     );
     let list = env.on_main("features.json").unwrap();
     assert_eq!(list.matches("\"passes\": true").count(), 3, "{list}");
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
+#[test]
+fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() {
+    // One feature per test: tests often pass on main before the session
+    // assigned to them has marked them. The harness judges a state against
+    // what passed when the session started, not against the marks: an
+    // attempt that passes its own test but breaks such a one is not committed.
+    let env = Env::new();
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": "m.py says alpha",
+         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
+        {"id": "F002", "category": "functional", "description": "m.py says beta",
+         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false},
+        {"id": "F003", "category": "functional", "description": "m.py says gamma",
+         "steps": ["edit m.py"], "check": "python3 t.py gamma", "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
+    init[0]["tool_calls"]
+        .as_array_mut()
+        .unwrap()
+        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
+    let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
+    let model = env.model(json!({
+        "1": init,
+        // F001's session also makes F003's test pass; F003 stays unmarked.
+        "2": [block("print('alpha gamma')"), done("Done.")],
+        "3": [block("print('alpha beta')"), block("print('alpha beta gamma')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &["retry_temperature = 0.8"]);
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let requests = env.requests(3);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let second = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(
+        second.contains("it passes, but it breaks features that passed before: F003's check `python3 t.py gamma` fails"),
+        "{second}"
+    );
+    let log = env.git(&["log", "--format=%s", "main"]);
+    assert_eq!(log.matches("F002: its check passes").count(), 1, "{log}");
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta gamma')"
+    );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
 }
 
