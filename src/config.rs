@@ -295,6 +295,9 @@ pub struct RunSection {
     /// Failed attempts after which a feature is stuck and skipped.
     #[serde(default = "default_max_attempts")]
     pub max_attempts: u32,
+    /// Which failing feature the next session takes.
+    #[serde(default)]
+    pub pick: Pick,
     /// Glob patterns of paths a worker session may not add, change, delete
     /// or rename (case-insensitive; a plain name also covers what is below it).
     #[serde(default = "default_protected")]
@@ -336,10 +339,26 @@ fn default_protected() -> Vec<String> {
     vec!["SPEC.md".into(), FILE_NAME.into(), "init.sh".into()]
 }
 
+/// `[run] pick`: which failing (and not stuck) feature the next session takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pick {
+    /// The first in features.json's order: a failed feature is tried again
+    /// until it is stuck (features that build on the ones before them).
+    #[default]
+    InOrder,
+    /// The one with the fewest failed attempts, ties in features.json's
+    /// order: each failing feature gets a session before any gets another
+    /// (independent features, such as one per test, where one the model
+    /// cannot do yet should not hold back the others).
+    LeastFailed,
+}
+
 impl Default for RunSection {
     fn default() -> Self {
         RunSection {
             max_attempts: default_max_attempts(),
+            pick: Pick::default(),
             protected: default_protected(),
             frozen: Vec::new(),
             grace_secs: default_grace(),

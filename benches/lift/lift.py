@@ -254,6 +254,15 @@ wall_time_secs = {LONGRUN_BUDGET["secs"]}
 [checks]
 commands = []
 timeout_secs = 120
+{PICK if FEATURES["split"] == "per-test" else ""}"""
+
+
+# With one feature per test the features are independent: each failing one
+# gets a session before any gets another, so one the model cannot do yet
+# does not hold back the rest.
+PICK = """
+[run]
+pick = "least-failed"
 """
 
 

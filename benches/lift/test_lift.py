@@ -233,6 +233,18 @@ class TestLongrunSetUp(unittest.TestCase):
         self.assertIn("temperature = 0.0", toml)
         self.assertNotIn("api_key", toml)
 
+    def test_one_feature_per_test_gives_each_failing_test_a_session_in_turn(self):
+        saved = lift.FEATURES["split"]
+        try:
+            lift.FEATURES["split"] = "per-test"
+            per_test = lift.longrun_toml("m", "http://127.0.0.1:18080/v1", 0.0, 2048)
+            lift.FEATURES["split"] = "one"
+            one = lift.longrun_toml("m", "http://127.0.0.1:18080/v1", 0.0, 2048)
+        finally:
+            lift.FEATURES["split"] = saved
+        self.assertIn('[run]\npick = "least-failed"', per_test)
+        self.assertNotIn("pick", one)
+
     def test_dry_run_prints_each_run_and_the_longrun_commands(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

@@ -304,7 +304,7 @@ fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -
                 (false, None) => "[killed by a signal]".into(),
             };
             let text = format!("{}\n{status}", o.output.trim_end());
-            (status.is_empty(), text.trim().to_string())
+            (status.is_empty(), relative(text.trim(), workspace))
         }
         Err(e) => (false, format!("the harness could not run it: {e:#}")),
     };
@@ -313,6 +313,17 @@ fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -
         command: Some(command.to_string()),
         passed,
         output: progress::tail(output.trim_end(), TAIL_LINES),
+    }
+}
+
+/// `output` with the workspace's path taken off the paths in it: a
+/// traceback's `File "/home/.../sessions/0007/work/duration.py"` becomes
+/// `File "duration.py"`, the name the model knows, in fewer tokens.
+fn relative(output: &str, workspace: &Path) -> String {
+    let prefix = format!("{}/", workspace.display());
+    match prefix.len() > 1 {
+        true => output.replace(&prefix, ""),
+        false => output.to_string(),
     }
 }
 
@@ -447,6 +458,24 @@ fn unittest_reasons(output: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checks_output_names_files_by_their_path_in_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.py"), "raise ValueError('x')\n").unwrap();
+        let out = run_command(dir.path(), "t", "python3 t.py", Duration::from_secs(30));
+        assert!(!out.passed);
+        assert!(
+            out.output.contains("File \"t.py\", line 1"),
+            "{}",
+            out.output
+        );
+        assert!(
+            !out.output.contains(&dir.path().display().to_string()),
+            "{}",
+            out.output
+        );
+    }
 
     #[test]
     fn unittest_failures_come_with_the_last_line_of_their_traceback() {

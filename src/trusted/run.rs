@@ -14,6 +14,7 @@ use super::serve::CostLimit;
 use super::session::{next_number, run_session, MergeQueue, SessionOutcome, SessionPlan};
 pub use super::signals::Interrupt;
 use super::{lock, recover, History, Mode, Project, Reporter, Verdict};
+use crate::config::Pick;
 use crate::error::Outcome;
 use crate::features::Feature;
 use crate::schema::{Fault, Role};
@@ -98,7 +99,9 @@ pub fn stop_file(project: &Project) -> PathBuf {
     project.longrun_dir().join("stop")
 }
 
-/// The first feature that does not pass, is not stuck and is not in `busy`.
+/// The feature the next session takes, of those that do not pass, are not
+/// stuck and are not in `busy`: the first, or (`[run] pick =
+/// "least-failed"`) the first of those with the fewest failed attempts.
 pub(super) fn next_feature_besides(
     project: &Project,
     history: &History,
@@ -107,15 +110,17 @@ pub(super) fn next_feature_besides(
     let Some(list) = project.features()? else {
         return Ok(None);
     };
-    Ok(list
-        .features
-        .iter()
-        .find(|f| {
-            !f.passes
-                && !busy.contains(&f.id)
-                && !history.is_stuck(&f.id, project.config.run.max_attempts)
-        })
-        .cloned())
+    let mut open = list.features.iter().filter(|f| {
+        !f.passes
+            && !busy.contains(&f.id)
+            && !history.is_stuck(&f.id, project.config.run.max_attempts)
+    });
+    let next = match project.config.run.pick {
+        Pick::InOrder => open.next(),
+        // min_by_key keeps the first of equal keys.
+        Pick::LeastFailed => open.min_by_key(|f| history.stats(&f.id).failed_attempts),
+    };
+    Ok(next.cloned())
 }
 
 pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {

@@ -430,6 +430,54 @@ fn a_feature_that_keeps_failing_is_stuck_until_retried() {
 }
 
 #[test]
+fn least_failed_gives_each_failing_feature_a_session_before_any_gets_another() {
+    // Every session does nothing: each is rejected, its feature fails once more.
+    let features_of = |env: &Env| -> Vec<String> {
+        env.log_json()
+            .iter()
+            .filter(|s| s["role"] == "worker")
+            .map(|s| s["feature"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let run = |pick: &str| {
+        let toml = format!("[run]\nmax_attempts = 2\n{pick}");
+        let env = project(json!({ "*": [done("nothing")] }), &toml);
+        let out = env.run(&[
+            "continue",
+            "--dir",
+            &env.dir_arg(),
+            "--sessions",
+            "5",
+            "--max-consecutive-failures",
+            "0",
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        features_of(&env)
+    };
+    assert_eq!(run("pick = \"least-failed\""), ["a", "b", "c", "a", "b"]);
+    // The default tries a failed feature again until it is stuck.
+    assert_eq!(run(""), ["a", "a", "b", "b", "c"]);
+    let status = |pick: &str| {
+        let env = project(json!({}), &format!("[run]\n{pick}"));
+        let out = env.run(&["status", "--json", "--dir", &env.dir_arg()]);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["next_feature"].clone()
+    };
+    assert_eq!(status("pick = \"least-failed\""), "a");
+    let bad = project(json!({}), "[run]\nmax_attempts = 2");
+    let toml = bad.project().join("longrun.toml");
+    let text_of = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text_of.replace("[run]\n", "[run]\npick = \"random\"\n"),
+    )
+    .unwrap();
+    bad.git(&["commit", "-qam", "pick"]);
+    let out = bad.run(&["continue", "--dir", &bad.dir_arg()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(stderr(&out).contains("pick"), "{}", text(&out));
+}
+
+#[test]
 fn consecutive_failures_stop_the_run_with_their_reasons() {
     let env = project(
         json!({ "*": worker_with(vec![], "unrelated.txt", &["a"]) }),
