@@ -58,6 +58,21 @@ pub struct WorkerConfig {
     /// What the harness knows that the model should (earlier attempts and where their work is).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Whole-file sessions where the harness commits for the model: what
+    /// the latest sessions not accepted changed from main (their best work,
+    /// at their refs), newest first, for the harness to try before it asks
+    /// the model. Untrusted data: the worker writes only the files its
+    /// feature names, and verification is unchanged.
+    #[serde(default)]
+    pub earlier_work: Vec<EarlierWork>,
+}
+
+/// One earlier session's changed files ([`WorkerConfig::earlier_work`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlierWork {
+    pub session: u32,
+    /// Path and text of each small text file it added or changed.
+    pub files: Vec<(String, String)>,
 }
 
 fn default_check_timeout() -> u64 {

@@ -151,6 +151,17 @@ fn attempt_stops() -> Vec<String> {
         .collect()
 }
 
+/// Write a file of the session's own workspace (a name the feature gave, in
+/// the worker's sandbox), making its directory.
+fn put(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    anyhow::Context::with_context(std::fs::write(path, bytes), || {
+        format!("failed to write {}", path.display())
+    })
+}
+
 /// What the harness found to run in an answer without structured calls.
 struct Recovery {
     calls: Vec<ToolCall>,
@@ -672,6 +683,111 @@ impl<'a> AgentLoop<'a> {
     /// This session's first message is its first attempt.
     pub fn first_message_is_an_attempt(&mut self) {
         self.attempting = true;
+    }
+
+    /// Whole-file sessions where the harness commits: before the model is
+    /// asked, the best work of the latest sessions not accepted (what they
+    /// changed from main, sent by the orchestrator) is tried like an
+    /// attempt, the files the feature names and nothing else. One that
+    /// passes this feature's check and keeps every other that passed is
+    /// committed, and the session needs no model call (returns what was
+    /// done). Otherwise the files are put back as found, and when the best
+    /// of them makes other features' checks pass, the first attempt builds
+    /// on it. A session that ran out of time right after its model wrote
+    /// such a file no longer loses it.
+    pub fn try_earlier_work(
+        &mut self,
+        link: &mut WorkerLink,
+        work: &[crate::protocol::EarlierWork],
+    ) -> anyhow::Result<Option<String>> {
+        let (Some(edit_check), Some(checks)) = (self.edit_check.as_mut(), self.harness.checks)
+        else {
+            return Ok(None);
+        };
+        if !self.harness.settings.commit_when_passing() || self.harness.attempt.is_none() {
+            return Ok(None);
+        }
+        let workspace = self.harness.ctx.workspace.clone();
+        let names = self.harness.files_to_change;
+        let found: Vec<(&String, Option<Vec<u8>>)> = names
+            .iter()
+            .map(|n| (n, std::fs::read(workspace.join(n)).ok()))
+            .collect();
+        let mut tried = Vec::new();
+        for earlier in work {
+            let files: Vec<&(String, String)> = earlier
+                .files
+                .iter()
+                .filter(|(path, _)| names.contains(path))
+                .collect();
+            if files.is_empty() {
+                continue;
+            }
+            for (path, text) in &files {
+                put(&workspace.join(path), text.as_bytes())?;
+            }
+            tried.push(earlier.session.to_string());
+            // The check and the other features' checks, as after an edit.
+            edit_check.after_turn(checks, &workspace, 0);
+            let committed = checks.base().is_some_and(|base| {
+                git2::Repository::open(&workspace)
+                    .ok()
+                    .and_then(|r| crate::git::head(&r))
+                    .is_some_and(|head| head != base)
+            });
+            if edit_check.passed() && committed {
+                let text = format!(
+                    "the work of session {} (not accepted) passes this feature's check and keeps the \
+                     features that passed: the harness committed it; no model call",
+                    earlier.session
+                );
+                self.event(link, SessionEvent::Notice { text: text.clone() })?;
+                return Ok(Some(text));
+            }
+        }
+        if tried.is_empty() {
+            return Ok(None);
+        }
+        for (name, body) in &found {
+            let path = workspace.join(name);
+            match body {
+                Some(body) => put(&path, body)?,
+                None => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        edit_check.found_again(&workspace);
+        let from = self.attempt_from_best();
+        let builds = from.best.is_some();
+        self.event(
+            link,
+            SessionEvent::Notice {
+                text: format!(
+                    "tried the work of session(s) {} (not accepted) before asking the model: \
+                     this feature's check still fails{}",
+                    tried.join(", "),
+                    match builds {
+                        true => "; the first attempt builds on the best of it",
+                        false => "",
+                    }
+                ),
+            },
+        )?;
+        if builds {
+            if let Some(first) = self.harness.attempt.and_then(|a| a(&from, 1)) {
+                self.conversation.restart(first);
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Self::attempt_from`] for the session's edit check.
+    fn attempt_from_best(&self) -> AttemptFrom<'_> {
+        match self.edit_check.as_ref() {
+            Some(edit_check) => self.attempt_from(edit_check),
+            None => AttemptFrom::default(),
+        }
     }
 
     /// Start the next attempt from `first`, sampled at the retry temperature.

@@ -176,6 +176,14 @@ impl EditCheck {
         Some(message)
     }
 
+    /// The workspace is as the session found it again (the harness put it
+    /// back after trying states of its own): the next change is judged from
+    /// here, and nothing has been checked on it yet.
+    pub fn found_again(&mut self, workspace: &Path) {
+        self.seen = fingerprint(workspace).ok();
+        self.last = None;
+    }
+
     /// The check passed at its last run.
     pub fn passed(&self) -> bool {
         self.last.as_ref().is_some_and(|c| c.score.passed)

@@ -396,18 +396,20 @@ pub fn attempt_message(
     let names = quoted(files);
     let check = feature.check.as_deref().unwrap_or("");
     let (said, asked) = match attempt {
-        1 => (
-            format!("Its check `{check}` fails now: {failing}"),
-            format!("Write {names} so that every test passes."),
-        ),
+        // The best state so far (an earlier session's, at attempt 1) makes
+        // other features pass: build on it.
         n if !attempt_is_anew(n) && !gained.is_empty() => (
             format!(
                 "The best attempt so far, shown above under \"{TO_CHANGE_HEADING}\", makes the checks of \
                  other features pass that failed before ({}), but its own check `{check}` fails: {failing}",
                 gained.join(", ")
             ),
-"Change it so that this feature's test passes too, keeping every test that passes now passing."
+            "Change it so that this feature's test passes too, keeping every test that passes now passing."
                 .to_string(),
+        ),
+        1 => (
+            format!("Its check `{check}` fails now: {failing}"),
+            format!("Write {names} so that every test passes."),
         ),
         n if attempt_is_anew(n) => (
             format!(

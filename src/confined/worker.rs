@@ -173,6 +173,24 @@ fn run_agent(
     let mut agent = AgentLoop::session(harness, budget, system, first);
     if attempting {
         agent.first_message_is_an_attempt();
+        // Earlier sessions' best work first: it may need no model call.
+        match agent.try_earlier_work(link, &config.earlier_work) {
+            Ok(None) => {}
+            Ok(Some(text)) => {
+                return WorkerReport {
+                    ended: WorkerEnd::Completed,
+                    reason: Some(text),
+                    steps: 0,
+                }
+            }
+            Err(e) => {
+                return WorkerReport {
+                    ended: WorkerEnd::Failed,
+                    reason: Some(format!("trying earlier sessions' work: {e:#}")),
+                    steps: 0,
+                }
+            }
+        }
     }
     let report = match agent.run(link) {
         Ok(outcome) => WorkerReport {

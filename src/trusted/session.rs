@@ -18,7 +18,7 @@ use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::Feature;
 use crate::model::family::{profile, Profile};
 use crate::model::Provider;
-use crate::protocol::{FeatureBrief, WorkerConfig};
+use crate::protocol::{EarlierWork, FeatureBrief, WorkerConfig};
 use crate::sandbox::SandboxSpec;
 use crate::schema::Role;
 use crate::trusted::repo;
@@ -740,19 +740,28 @@ fn worker_config(
         json: f.pretty_json(),
         check: f.check.clone(),
     });
+    // The model's own window, when [model] names it, is what the harness
+    // must fit; its family fills in what longrun.toml leaves unset.
+    let harness = Profile::harness(
+        profile(project.config.model.family.as_deref(), model).as_ref(),
+        &project.config.model,
+        &project.config.harness,
+    );
+    let tries_earlier = plan.role == Role::Worker
+        && harness.edit_format() == crate::config::EditFormat::WholeFile
+        && harness.check_after_edit
+        && harness.commit_when_passing();
+    let earlier_work = match tries_earlier {
+        true => earlier_work(project)?,
+        false => Vec::new(),
+    };
     Ok(WorkerConfig {
         session: plan.number,
         role: plan.role,
         feature,
         sandbox,
         budget: project.config.budget.clone(),
-        // The model's own window, when [model] names it, is what the harness
-        // must fit; its family fills in what longrun.toml leaves unset.
-        harness: Profile::harness(
-            profile(project.config.model.family.as_deref(), model).as_ref(),
-            &project.config.model,
-            &project.config.harness,
-        ),
+        harness,
         checks: project.config.checks.commands.clone(),
         check_timeout_secs: project.config.checks.timeout_secs,
         protected: project.config.run.protected.clone(),
@@ -763,5 +772,93 @@ fn worker_config(
         tool_output_cap: project.config.tools.output_cap,
         permissions: project.config.permissions.clone(),
         notes: earlier_attempts(project, plan.feature.as_ref())?,
+        earlier_work,
     })
+}
+
+/// Earlier sessions whose work is offered to a whole-file session, at most.
+const EARLIER_WORK_SESSIONS: usize = 3;
+/// Files of one earlier session offered, at most, and their largest size.
+const EARLIER_WORK_FILES: usize = 8;
+const EARLIER_WORK_FILE_BYTES: usize = 8 * 1024;
+
+/// What the latest worker sessions not accepted changed from main, newest
+/// first ([`WorkerConfig::earlier_work`]): small text files added or
+/// changed, read from the objects at their refs as data. A session ends
+/// with its best state at its ref; with one feature per test, that state
+/// often passes another feature's test, and the session that takes that
+/// feature next tries it before asking the model.
+fn earlier_work(project: &Project) -> anyhow::Result<Vec<EarlierWork>> {
+    let repo = &project.repo;
+    let Some(main) = repo::main_head(repo)? else {
+        return Ok(Vec::new());
+    };
+    let main_tree = repo.find_commit(main)?.tree()?;
+    let history = project.history()?;
+    let mut found = Vec::new();
+    let unaccepted = history
+        .sessions
+        .iter()
+        .rev()
+        .filter(|s| s.role == "worker" && s.verdict() != Some(Verdict::Accepted));
+    for row in unaccepted {
+        if found.len() == EARLIER_WORK_SESSIONS {
+            break;
+        }
+        let Some(tree) = row
+            .work_ref
+            .as_deref()
+            .and_then(|r| repo.refname_to_id(r).ok())
+            .and_then(|id| repo.find_commit(id).ok())
+            .and_then(|c| c.tree().ok())
+        else {
+            continue;
+        };
+        let files = changed_text_files(repo, &main_tree, &tree)?;
+        if !files.is_empty() {
+            found.push(EarlierWork {
+                session: row.session,
+                files,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The regular files `tree` adds or changes against `main`, each small and
+/// UTF-8 (at most [`EARLIER_WORK_FILES`]).
+fn changed_text_files(
+    repo: &git2::Repository,
+    main: &git2::Tree,
+    tree: &git2::Tree,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let diff = repo.diff_tree_to_tree(Some(main), Some(tree), None)?;
+    let mut files = Vec::new();
+    for delta in diff.deltas() {
+        let new = delta.new_file();
+        let regular = matches!(
+            new.mode(),
+            git2::FileMode::Blob | git2::FileMode::BlobExecutable
+        );
+        let changed = matches!(delta.status(), git2::Delta::Added | git2::Delta::Modified);
+        let Some(path) = new.path().and_then(|p| p.to_str()) else {
+            continue;
+        };
+        if !regular || !changed {
+            continue;
+        }
+        let Ok(blob) = repo.find_blob(new.id()) else {
+            continue;
+        };
+        if blob.size() > EARLIER_WORK_FILE_BYTES {
+            continue;
+        }
+        if let Ok(text) = std::str::from_utf8(blob.content()) {
+            files.push((path.to_string(), text.to_string()));
+            if files.len() == EARLIER_WORK_FILES {
+                break;
+            }
+        }
+    }
+    Ok(files)
 }

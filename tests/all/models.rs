@@ -652,7 +652,7 @@ fn a_whole_file_edit_that_breaks_a_passing_feature_is_not_committed_and_the_mode
         .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
     let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
     let model = env.model(json!({
-        "1": init,
+        "1": alpha_beta_gamma(),
         "2": [block("print('alpha')"), done("Done.")],
         "3": [block("print('beta')"), block("print('alpha beta')"), done("Done.")]
     }));
@@ -690,24 +690,8 @@ fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_
     // every feature's check on each attempt, and the next attempt (when not
     // written anew) is shown the best one and what it gained.
     let env = Env::new();
-    let list = serde_json::to_string_pretty(&json!({"features": [
-        {"id": "F001", "category": "functional", "description": "m.py says alpha",
-         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
-        {"id": "F002", "category": "functional", "description": "m.py says beta",
-         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false},
-        {"id": "F003", "category": "functional", "description": "m.py says gamma",
-         "steps": ["edit m.py"], "check": "python3 t.py gamma", "passes": false}
-    ]}))
-    .unwrap();
-    let mut init = initializer(&list);
-    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
-    init[0]["tool_calls"]
-        .as_array_mut()
-        .unwrap()
-        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
-    let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
     let model = env.model(json!({
-        "1": init,
+        "1": alpha_beta_gamma(),
         "2": [block("print('alpha')"), done("Done.")],
         // F002: the first attempt makes F003 pass, not F002; the second
         // (written anew) breaks F001; the third builds on the first.
@@ -761,24 +745,8 @@ fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() 
     // what passed when the session started, not against the marks: an
     // attempt that passes its own test but breaks such a one is not committed.
     let env = Env::new();
-    let list = serde_json::to_string_pretty(&json!({"features": [
-        {"id": "F001", "category": "functional", "description": "m.py says alpha",
-         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
-        {"id": "F002", "category": "functional", "description": "m.py says beta",
-         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false},
-        {"id": "F003", "category": "functional", "description": "m.py says gamma",
-         "steps": ["edit m.py"], "check": "python3 t.py gamma", "passes": false}
-    ]}))
-    .unwrap();
-    let mut init = initializer(&list);
-    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
-    init[0]["tool_calls"]
-        .as_array_mut()
-        .unwrap()
-        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
-    let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
     let model = env.model(json!({
-        "1": init,
+        "1": alpha_beta_gamma(),
         // F001's session also makes F003's test pass; F003 stays unmarked.
         "2": [block("print('alpha gamma')"), done("Done.")],
         "3": [block("print('alpha beta')"), block("print('alpha beta gamma')"), done("Done.")]
@@ -804,6 +772,140 @@ fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() 
         "print('alpha beta gamma')"
     );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
+#[test]
+fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_model() {
+    // A session that runs out of steps right after its model wrote a file
+    // that passes another feature's test ends unaccepted, its best state at
+    // its ref. The next whole-file sessions try that work first: the one
+    // whose test it passes commits it without a model call.
+    let env = Env::new();
+    let model = env.model(json!({
+        "1": alpha_beta_gamma(),
+        "2": [block("print('alpha')"), done("Done.")],
+        // F002, two steps: F003's test passes, then a worse attempt.
+        "3": [block("print('alpha gamma')"), block("print('nothing')")],
+        // F003: no model call. F002 again: its attempt is asked of the model.
+        "5": [block("print('alpha beta gamma')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(
+        &env,
+        &["retry_temperature = 0.8", "pick = \"least-failed\""],
+    );
+    two_steps(&env);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let verdicts: Vec<(String, String)> = env
+        .log_json()
+        .iter()
+        .filter(|s| s["role"] == "worker")
+        .map(|s| {
+            (
+                s["feature"].as_str().unwrap().into(),
+                s["verdict"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("F001", "accepted"),
+        ("F002", "incomplete"),
+        ("F003", "accepted"),
+        ("F002", "accepted"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(verdicts, expected);
+    assert!(env.requests(4).is_empty(), "F003 needed no model call");
+    assert!(
+        notices(&env, 4).iter().any(|n| n.starts_with(
+            "the work of session 3 (not accepted) passes this feature's check and keeps the features that passed: the harness committed it"
+        )),
+        "{:#?}",
+        notices(&env, 4)
+    );
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta gamma')"
+    );
+}
+
+#[test]
+fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tests() {
+    let env = Env::new();
+    let model = env.model(json!({
+        "1": alpha_beta_gamma(),
+        "2": [block("print('alpha')"), done("Done.")],
+        // F002, two steps: F003's test passes, then a worse attempt.
+        "3": [block("print('alpha gamma')"), block("print('nothing')")],
+        "4": [block("print('alpha beta gamma')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &["retry_temperature = 0.8"]);
+    two_steps(&env);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // Session 4 takes F002 again, tries session 3's work (F002 still fails,
+    // F003 passes), and its first attempt is shown that work.
+    let requests = env.requests(4);
+    let first = user_texts(&requests[0]).last().unwrap().clone();
+    assert!(
+        first.contains("m.py\n```\nprint('alpha gamma')\n```"),
+        "{first}"
+    );
+    assert!(
+        first.contains("\n\nAttempt 1. The best attempt so far, shown above under \"To change:\", makes the checks of other features pass that failed before (F003)"),
+        "{first}"
+    );
+    assert!(notices(&env, 4).iter().any(|n| n
+        .starts_with("tried the work of session(s) 3 (not accepted)")
+        && n.ends_with("the first attempt builds on the best of it")));
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta gamma')"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
+/// An initializer's script: F001, F002 and F003, each that `m.py` (a stub)
+/// says alpha, beta or gamma, checked by `python3 t.py WORD`.
+fn alpha_beta_gamma() -> Value {
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": "m.py says alpha",
+         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
+        {"id": "F002", "category": "functional", "description": "m.py says beta",
+         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false},
+        {"id": "F003", "category": "functional", "description": "m.py says gamma",
+         "steps": ["edit m.py"], "check": "python3 t.py gamma", "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
+    init[0]["tool_calls"]
+        .as_array_mut()
+        .unwrap()
+        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
+    init
+}
+
+/// A whole-file answer that is `m.py` with `body`.
+fn block(body: &str) -> Value {
+    done(&format!("m.py\n```python\n{body}\n```\n"))
+}
+
+/// Sessions of two steps, committed on main.
+fn two_steps(env: &Env) {
+    let toml = env.project().join("longrun.toml");
+    let settings = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, settings.replacen("\nsteps = 200", "\nsteps = 2", 1)).unwrap();
+    env.git(&["commit", "-qam", "whole-file, two steps"]);
 }
 
 #[test]
