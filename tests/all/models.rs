@@ -784,8 +784,10 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
     let model = env.model(json!({
         "1": alpha_beta_gamma(),
         "2": [block("print('alpha')"), done("Done.")],
-        // F002, two steps: F003's test passes, then a worse attempt.
-        "3": [block("print('alpha gamma')"), block("print('nothing')")],
+        // F002, two steps: F003's test passes (and a file no feature names
+        // is written), then a worse attempt.
+        "3": [done("m.py\n```python\nprint('alpha gamma')\n```\n\nother.py\n```python\nprint('x')\n```\n"),
+              block("print('nothing')")],
         // F003: no model call. F002 again: its attempt is asked of the model.
         "5": [block("print('alpha beta gamma')"), done("Done.")]
     }));
@@ -822,6 +824,9 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
         .collect();
     assert_eq!(verdicts, expected);
     assert!(env.requests(4).is_empty(), "F003 needed no model call");
+    // Only the files the feature names are taken from the earlier work.
+    assert!(env.git(&["show", "refs/longrun/sessions/0003:other.py"]).contains("print('x')"));
+    assert_eq!(env.on_main("other.py"), None);
     assert!(
         notices(&env, 4).iter().any(|n| n.starts_with(
             "the work of session 3 (not accepted) passes this feature's check and keeps the features that passed: the harness committed it"
