@@ -691,10 +691,11 @@ impl<'a> AgentLoop<'a> {
     /// attempt, the files the feature names and nothing else. One that
     /// passes this feature's check and keeps every other that passed is
     /// committed, and the session needs no model call (returns what was
-    /// done). Otherwise the files are put back as found, and when the best
-    /// of them makes other features' checks pass, the first attempt builds
-    /// on it. A session that ran out of time right after its model wrote
-    /// such a file no longer loses it.
+    /// done). Otherwise the files are put back as found, and the best of
+    /// them is the session's best state so far: when it makes other
+    /// features' checks pass, the attempts that build on the best start
+    /// from it ([`prompt::attempt_builds_on_best`]). A session that ran out
+    /// of time right after its model wrote such a file no longer loses it.
     pub fn try_earlier_work(
         &mut self,
         link: &mut WorkerLink,
@@ -758,8 +759,7 @@ impl<'a> AgentLoop<'a> {
             }
         }
         edit_check.found_again(&workspace);
-        let from = self.attempt_from_best();
-        let builds = from.best.is_some();
+        let builds = self.attempt_from_best().best.is_some();
         self.event(
             link,
             SessionEvent::Notice {
@@ -768,17 +768,12 @@ impl<'a> AgentLoop<'a> {
                      this feature's check still fails{}",
                     tried.join(", "),
                     match builds {
-                        true => "; the first attempt builds on the best of it",
+                        true => "; the attempts that build on the best state start from it",
                         false => "",
                     }
                 ),
             },
         )?;
-        if builds {
-            if let Some(first) = self.harness.attempt.and_then(|a| a(&from, 1)) {
-                self.conversation.restart(first);
-            }
-        }
         Ok(None)
     }
 

@@ -127,7 +127,10 @@ fn run_agent(
     let anew = prompt::files_for_attempt(config, &ctx.workspace, &Shown::Anew);
     let attempt = |from: &AttemptFrom, n: u32| {
         let failing = from.failing.or(failing.as_deref())?;
-        let best = from.best.as_ref().filter(|_| !prompt::attempt_is_anew(n));
+        let best = from
+            .best
+            .as_ref()
+            .filter(|_| prompt::attempt_builds_on_best(n));
         let files = match (prompt::attempt_is_anew(n), best) {
             (true, _) => anew.clone(),
             (false, Some(best)) => {

@@ -797,7 +797,7 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
         &env,
         &["retry_temperature = 0.8", "pick = \"least-failed\""],
     );
-    two_steps(&env);
+    steps(&env, 2);
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "4"]);
     assert!(out.status.success(), "{}", text(&out));
 
@@ -825,7 +825,9 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
     assert_eq!(verdicts, expected);
     assert!(env.requests(4).is_empty(), "F003 needed no model call");
     // Only the files the feature names are taken from the earlier work.
-    assert!(env.git(&["show", "refs/longrun/sessions/0003:other.py"]).contains("print('x')"));
+    assert!(env
+        .git(&["show", "refs/longrun/sessions/0003:other.py"])
+        .contains("print('x')"));
     assert_eq!(env.on_main("other.py"), None);
     assert!(
         notices(&env, 4).iter().any(|n| n.starts_with(
@@ -846,32 +848,39 @@ fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tes
     let model = env.model(json!({
         "1": alpha_beta_gamma(),
         "2": [block("print('alpha')"), done("Done.")],
-        // F002, two steps: F003's test passes, then a worse attempt.
-        "3": [block("print('alpha gamma')"), block("print('nothing')")],
-        "4": [block("print('alpha beta gamma')"), done("Done.")]
+        // F002, four steps: F003's test passes, then worse attempts.
+        "3": [block("print('alpha gamma')"), block("print('nothing')"),
+              block("print('nothing 2')"), block("print('nothing 3')")],
+        // Attempt 1 from the file as found, 2 anew, 3 on the best.
+        "4": [block("print('alpha delta')"), block("print('x')"),
+              block("print('alpha beta gamma')"), done("Done.")]
     }));
     let out = env.init("# Spec\nA tiny thing.\n", &model);
     assert!(out.status.success(), "{}", text(&out));
     set_whole_file(&env, &["retry_temperature = 0.8"]);
-    two_steps(&env);
+    steps(&env, 4);
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "3"]);
     assert!(out.status.success(), "{}", text(&out));
 
-    // Session 4 takes F002 again, tries session 3's work (F002 still fails,
-    // F003 passes), and its first attempt is shown that work.
+    // Session 4 takes F002 again and tries session 3's work (F002 still
+    // fails, F003 passes). Its first attempt starts from the file as found;
+    // its third is shown that work.
     let requests = env.requests(4);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
     let first = user_texts(&requests[0]).last().unwrap().clone();
+    assert!(first.contains("m.py\n```\nprint('alpha')\n```"), "{first}");
+    let third = user_texts(&requests[2]).last().unwrap().clone();
     assert!(
-        first.contains("m.py\n```\nprint('alpha gamma')\n```"),
-        "{first}"
+        third.contains("m.py\n```\nprint('alpha gamma')\n```"),
+        "{third}"
     );
     assert!(
-        first.contains("\n\nAttempt 1. The best attempt so far, shown above under \"To change:\", makes the checks of other features pass that failed before (F003)"),
-        "{first}"
+        third.contains("\n\nAttempt 3. The best attempt so far, shown above under \"To change:\", makes the checks of other features pass that failed before (F003)"),
+        "{third}"
     );
     assert!(notices(&env, 4).iter().any(|n| n
         .starts_with("tried the work of session(s) 3 (not accepted)")
-        && n.ends_with("the first attempt builds on the best of it")));
+        && n.ends_with("the attempts that build on the best state start from it")));
     assert_eq!(
         env.git(&["show", "main:m.py"]).trim(),
         "print('alpha beta gamma')"
@@ -905,12 +914,13 @@ fn block(body: &str) -> Value {
     done(&format!("m.py\n```python\n{body}\n```\n"))
 }
 
-/// Sessions of two steps, committed on main.
-fn two_steps(env: &Env) {
+/// Sessions of `n` steps, committed on main.
+fn steps(env: &Env, n: u32) {
     let toml = env.project().join("longrun.toml");
     let settings = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, settings.replacen("\nsteps = 200", "\nsteps = 2", 1)).unwrap();
-    env.git(&["commit", "-qam", "whole-file, two steps"]);
+    let settings = settings.replacen("\nsteps = 200", &format!("\nsteps = {n}"), 1);
+    std::fs::write(&toml, settings).unwrap();
+    env.git(&["commit", "-qam", "whole-file, fewer steps"]);
 }
 
 #[test]
