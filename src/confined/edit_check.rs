@@ -63,6 +63,9 @@ struct Best {
     gained: Vec<String>,
     /// Some feature that passed when the session started fails there.
     breaks: bool,
+    /// A later attempt shown it wrote it back unchanged: it is not shown
+    /// again (the model copies it rather than builds on it).
+    echoed: bool,
 }
 
 /// One check run on one state.
@@ -144,7 +147,13 @@ impl EditCheck {
                     summary: summary.clone(),
                     gained: others.gained.clone(),
                     breaks: !broken.is_empty(),
+                    echoed: false,
                 });
+            }
+        } else if let Some(best) = self.best.as_mut() {
+            // The best state written back as it was, no better.
+            if snapshot(workspace).is_ok_and(|tree| tree == best.tree) {
+                best.echoed = true;
             }
         }
         let passed_before = self.last.as_ref().is_some_and(|c| c.score.passed);
@@ -204,9 +213,9 @@ impl EditCheck {
 
     /// The files `names` as the best state so far holds them, when it makes
     /// more of the other features' checks pass than the session's start
-    /// (`at_start`: how many passed there), breaks none, and its own check
-    /// still fails:
-    /// the next attempt builds on it. Each with its content (None: absent
+    /// (`at_start`: how many passed there), breaks none, its own check
+    /// still fails, and no attempt shown it wrote it back unchanged: the
+    /// next attempt builds on it. Each with its content (None: absent
     /// there or not text), and the features it makes pass.
     pub fn best_to_build_on(
         &self,
@@ -217,7 +226,7 @@ impl EditCheck {
         let best = self
             .best
             .as_ref()
-            .filter(|b| !b.score.passed && !b.breaks)?;
+            .filter(|b| !b.score.passed && !b.breaks && !b.echoed)?;
         if best.score.others_passing <= at_start || best.gained.is_empty() {
             return None;
         }

@@ -888,6 +888,39 @@ fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tes
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
 }
 
+#[test]
+fn a_best_state_the_model_writes_back_unchanged_is_not_shown_again() {
+    // Shown an earlier session's parser, the 1.5B model wrote it back, byte
+    // for byte, at every attempt that was shown it.
+    let env = Env::new();
+    let model = env.model(json!({
+        "1": alpha_beta_gamma(),
+        "2": [block("print('alpha')"), done("Done.")],
+        // F002: 1 gains F003; 2 (anew) nothing; 3 (shown 1) writes it back;
+        // 4 (anew) nothing; 5 is shown the file as found.
+        "3": [block("print('alpha gamma')"), block("print('x')"), block("print('alpha gamma')"),
+              block("print('y')"), block("print('alpha beta gamma')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &["retry_temperature = 0.8"]);
+    env.git(&["commit", "-qam", "whole-file"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let requests = env.requests(3);
+    assert_eq!(requests.len(), 6, "{requests:#?}");
+    let third = user_texts(&requests[2]).last().unwrap().clone();
+    assert!(
+        third.contains("m.py\n```\nprint('alpha gamma')\n```"),
+        "{third}"
+    );
+    let fifth = user_texts(&requests[4]).last().unwrap().clone();
+    assert!(fifth.contains("m.py\n```\nprint('alpha')\n```"), "{fifth}");
+    assert!(!fifth.contains("print('alpha gamma')"), "{fifth}");
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
 /// An initializer's script: F001, F002 and F003, each that `m.py` (a stub)
 /// says alpha, beta or gamma, checked by `python3 t.py WORD`.
 fn alpha_beta_gamma() -> Value {
