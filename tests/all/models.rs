@@ -767,11 +767,7 @@ fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() 
     );
     let log = env.git(&["log", "--format=%s", "main"]);
     assert_eq!(log.matches("F002: its check passes").count(), 1, "{log}");
-    assert_eq!(
-        env.git(&["show", "main:m.py"]).trim(),
-        "print('alpha beta gamma')"
-    );
-    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    all_three_landed(&env);
 }
 
 #[test]
@@ -881,11 +877,7 @@ fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tes
     assert!(notices(&env, 4).iter().any(|n| n
         .starts_with("tried the work of session(s) 3 (not accepted)")
         && n.ends_with("the attempts that build on the best state start from it")));
-    assert_eq!(
-        env.git(&["show", "main:m.py"]).trim(),
-        "print('alpha beta gamma')"
-    );
-    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    all_three_landed(&env);
 }
 
 #[test]
@@ -940,6 +932,15 @@ fn alpha_beta_gamma() -> Value {
         .unwrap()
         .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
     init
+}
+
+/// m.py on main says alpha, beta and gamma, and the last session was accepted.
+fn all_three_landed(env: &Env) {
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta gamma')"
+    );
+    assert!(last_verdict(env).contains("Longrun-Verdict: accepted"));
 }
 
 /// A whole-file answer that is `m.py` with `body`.
