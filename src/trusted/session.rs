@@ -862,3 +862,55 @@ fn changed_text_files(
     }
     Ok(files)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree of `(path, mode, bytes)` written to `repo`'s objects.
+    fn tree<'r>(repo: &'r git2::Repository, files: &[(&str, i32, &[u8])]) -> git2::Tree<'r> {
+        let mut builder = repo.treebuilder(None).unwrap();
+        for (name, mode, bytes) in files {
+            let blob = repo.blob(bytes).unwrap();
+            builder.insert(name, blob, *mode).unwrap();
+        }
+        repo.find_tree(builder.write().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn earlier_work_offers_only_small_text_files_added_or_changed() {
+        // A session's work is untrusted: a symlink, a large or binary file
+        // and a deletion are not offered; only their text, never a path to
+        // follow, reaches the next worker.
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path()).unwrap();
+        let big = vec![b'x'; EARLIER_WORK_FILE_BYTES + 1];
+        let main = tree(
+            &repo,
+            &[
+                ("m.py", 0o100644, b"pass\n"),
+                ("same.py", 0o100644, b"x = 1\n"),
+                ("gone.py", 0o100644, b"y = 2\n"),
+            ],
+        );
+        let work = tree(
+            &repo,
+            &[
+                ("m.py", 0o100644, b"print('a')\n"),
+                ("same.py", 0o100644, b"x = 1\n"),
+                ("new.sh", 0o100755, b"echo hi\n"),
+                ("link.py", 0o120000, b"/etc/passwd"),
+                ("big.py", 0o100644, &big),
+                ("bin.dat", 0o100644, b"\xff\xfe\x00"),
+            ],
+        );
+        let files = changed_text_files(&repo, &main, &work).unwrap();
+        assert_eq!(
+            files,
+            [
+                ("m.py".to_string(), "print('a')\n".to_string()),
+                ("new.sh".to_string(), "echo hi\n".to_string()),
+            ]
+        );
+    }
+}
