@@ -6,6 +6,7 @@
 //! registry. A subagent is the same loop with a fresh context, read-only
 //! tools and its own step budget.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::budget::Budget;
@@ -149,17 +150,6 @@ fn attempt_stops() -> Vec<String> {
     std::iter::once(ATTEMPT_STOP.to_string())
         .chain(echoes.map(|h| format!("\n{h}")))
         .collect()
-}
-
-/// Write a file of the session's own workspace (a name the feature gave, in
-/// the worker's sandbox), making its directory.
-fn put(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    anyhow::Context::with_context(std::fs::write(path, bytes), || {
-        format!("failed to write {}", path.display())
-    })
 }
 
 /// What the harness found to run in an answer without structured calls.
@@ -710,10 +700,19 @@ impl<'a> AgentLoop<'a> {
         }
         let workspace = self.harness.ctx.workspace.clone();
         let names = self.harness.files_to_change;
-        let found: Vec<(&String, Option<Vec<u8>>)> = names
-            .iter()
-            .map(|n| (n, std::fs::read(workspace.join(n)).ok()))
-            .collect();
+        // Each file as found, with its mode, to put back; never through a
+        // symlink (one that is not a regular file: nothing is tried).
+        let tree = crate::fsutil::Beneath::open(&workspace)?;
+        let mut found = Vec::new();
+        for name in names {
+            let Ok(body) = tree.read(Path::new(name)) else {
+                return Ok(None);
+            };
+            let mode = std::fs::symlink_metadata(workspace.join(name)).map_or(0o644, |m| {
+                std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777
+            });
+            found.push((name, body, mode));
+        }
         let mut tried = Vec::new();
         for earlier in work {
             let files: Vec<&(String, String)> = earlier
@@ -725,7 +724,8 @@ impl<'a> AgentLoop<'a> {
                 continue;
             }
             for (path, text) in &files {
-                put(&workspace.join(path), text.as_bytes())?;
+                let mode = found.iter().find(|f| f.0 == path).map_or(0o644, |f| f.2);
+                tree.write(Path::new(path), text.as_bytes(), mode)?;
             }
             tried.push(earlier.session.to_string());
             // The check and the other features' checks, as after an edit.
@@ -749,13 +749,10 @@ impl<'a> AgentLoop<'a> {
         if tried.is_empty() {
             return Ok(None);
         }
-        for (name, body) in &found {
-            let path = workspace.join(name);
+        for (name, body, mode) in &found {
             match body {
-                Some(body) => put(&path, body)?,
-                None => {
-                    let _ = std::fs::remove_file(&path);
-                }
+                Some(body) => tree.write(Path::new(name), body, *mode)?,
+                None => tree.remove_file(Path::new(name))?,
             }
         }
         edit_check.found_again(&workspace);

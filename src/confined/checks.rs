@@ -130,12 +130,14 @@ impl SessionChecks {
             self.others(workspace)
                 .iter()
                 .take(MAX_OTHER_CHECKS)
-                .map(|o| {
-                    let name = format!("feature {} check", o.id);
-                    run_command(workspace, &name, &o.command, self.timeout).passed
-                })
+                .map(|o| self.run_other(workspace, o).passed)
                 .collect()
         });
+    }
+
+    fn run_other(&self, workspace: &Path, other: &OtherCheck) -> CheckOutcome {
+        let name = format!("feature {} check", other.id);
+        run_command(workspace, &name, &other.command, self.timeout)
     }
 
     /// Whether other feature `index` passed at the start: as run there,
@@ -159,26 +161,16 @@ impl SessionChecks {
     /// Run the checks of the other features (at most [`MAX_OTHER_CHECKS`],
     /// in the list's order): those that passed at the start and fail now are
     /// `broken`; those that failed there and pass now are `gained`.
-    /// `all`: false stops after [`MAX_REGRESSIONS_SHOWN`] broken and skips
-    /// the features that failed at the start, when only whether it may
-    /// commit matters.
-    pub fn run_others(&self, workspace: &Path, all: bool) -> OthersRun {
+    pub fn run_others(&self, workspace: &Path) -> OthersRun {
         let mut run = OthersRun::default();
         let others = self.others(workspace).iter().take(MAX_OTHER_CHECKS);
         for (index, other) in others.enumerate() {
             let before = self.passed_at_start(index, other);
-            if !all && !before {
-                continue;
-            }
-            let name = format!("feature {} check", other.id);
-            let outcome = run_command(workspace, &name, &other.command, self.timeout);
+            let outcome = self.run_other(workspace, other);
             match (before, outcome.passed) {
                 (true, true) => run.kept += 1,
                 (true, false) if run.broken.len() < MAX_REGRESSIONS_SHOWN => {
                     run.broken.push((other.id.clone(), outcome));
-                    if !all && run.broken.len() == MAX_REGRESSIONS_SHOWN {
-                        break;
-                    }
                 }
                 (true, false) => {}
                 (false, true) => run.gained.push(other.id.clone()),

@@ -126,7 +126,7 @@ impl EditCheck {
         // parser that passes four others). A model that commits itself hears
         // of regressions from the check rounds and verification.
         let others = match self.commit_when_passing {
-            true => checks.run_others(workspace, true),
+            true => checks.run_others(workspace),
             false => checks::OthersRun::default(),
         };
         score.others_passing = others.kept + others.gained.len() as u32;
@@ -150,8 +150,9 @@ impl EditCheck {
                     echoed: false,
                 });
             }
-        } else if let Some(best) = self.best.as_mut() {
-            // The best state written back as it was, no better.
+        } else if let Some(best) = self.best.as_mut().filter(|_| self.commit_when_passing) {
+            // The best state (shown to attempts only when the harness
+            // commits) written back as it was, no better.
             if snapshot(workspace).is_ok_and(|tree| tree == best.tree) {
                 best.echoed = true;
             }

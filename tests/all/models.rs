@@ -637,31 +637,11 @@ fn a_whole_file_edit_that_breaks_a_passing_feature_is_not_committed_and_the_mode
     // it runs the checks of the features that passed when the session
     // started, names what broke, and commits only work that keeps them.
     let env = Env::new();
-    let list = serde_json::to_string_pretty(&json!({"features": [
-        {"id": "F001", "category": "functional", "description": "m.py says alpha",
-         "steps": ["edit m.py"], "check": "python3 t.py alpha", "passes": false},
-        {"id": "F002", "category": "functional", "description": "m.py says beta",
-         "steps": ["edit m.py"], "check": "python3 t.py beta", "passes": false}
-    ]}))
-    .unwrap();
-    let mut init = initializer(&list);
-    let test = "import sys\nsys.exit(0 if sys.argv[1] in open('m.py').read() else 1)\n";
-    init[0]["tool_calls"]
-        .as_array_mut()
-        .unwrap()
-        .extend([write_file("m.py", "pass\n"), write_file("t.py", test)]);
-    let block = |body: &str| done(&format!("m.py\n```python\n{body}\n```\n"));
-    let model = env.model(json!({
-        "1": alpha_beta_gamma(),
+    let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
         "3": [block("print('beta')"), block("print('alpha beta')"), done("Done.")]
-    }));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(&env, &[]);
-    env.git(&["commit", "-qam", "whole-file"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    });
+    whole_file_run(&env, workers, &[], None, 2);
 
     let requests = env.requests(3);
     assert_eq!(requests.len(), 3, "{requests:#?}");
@@ -690,20 +670,14 @@ fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_
     // every feature's check on each attempt, and the next attempt (when not
     // written anew) is shown the best one and what it gained.
     let env = Env::new();
-    let model = env.model(json!({
-        "1": alpha_beta_gamma(),
+    let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
         // F002: the first attempt makes F003 pass, not F002; the second
         // (written anew) breaks F001; the third builds on the first.
         "3": [block("print('alpha gamma')"), block("print('nothing')"),
               block("print('alpha beta gamma')"), done("Done.")]
-    }));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(&env, &["retry_temperature = 0.8"]);
-    env.git(&["commit", "-qam", "whole-file"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "3"]);
-    assert!(out.status.success(), "{}", text(&out));
+    });
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], None, 3);
 
     let requests = env.requests(3);
     assert_eq!(requests.len(), 4, "{requests:#?}");
@@ -745,18 +719,12 @@ fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() 
     // what passed when the session started, not against the marks: an
     // attempt that passes its own test but breaks such a one is not committed.
     let env = Env::new();
-    let model = env.model(json!({
-        "1": alpha_beta_gamma(),
+    let workers = json!({
         // F001's session also makes F003's test pass; F003 stays unmarked.
         "2": [block("print('alpha gamma')"), done("Done.")],
         "3": [block("print('alpha beta')"), block("print('alpha beta gamma')"), done("Done.")]
-    }));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(&env, &["retry_temperature = 0.8"]);
-    env.git(&["commit", "-qam", "whole-file"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    });
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], None, 2);
 
     let requests = env.requests(3);
     assert_eq!(requests.len(), 3, "{requests:#?}");
@@ -777,8 +745,7 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
     // its ref. The next whole-file sessions try that work first: the one
     // whose test it passes commits it without a model call.
     let env = Env::new();
-    let model = env.model(json!({
-        "1": alpha_beta_gamma(),
+    let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
         // F002, two steps: F003's test passes (and a file no feature names
         // is written), then a worse attempt.
@@ -786,16 +753,14 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
               block("print('nothing')")],
         // F003: no model call. F002 again: its attempt is asked of the model.
         "5": [block("print('alpha beta gamma')"), done("Done.")]
-    }));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(
+    });
+    whole_file_run(
         &env,
+        workers,
         &["retry_temperature = 0.8", "pick = \"least-failed\""],
+        Some(2),
+        4,
     );
-    steps(&env, 2);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
 
     let verdicts: Vec<(String, String)> = env
         .log_json()
@@ -841,8 +806,7 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
 #[test]
 fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tests() {
     let env = Env::new();
-    let model = env.model(json!({
-        "1": alpha_beta_gamma(),
+    let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
         // F002, four steps: F003's test passes, then worse attempts.
         "3": [block("print('alpha gamma')"), block("print('nothing')"),
@@ -850,13 +814,8 @@ fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tes
         // Attempt 1 from the file as found, 2 anew, 3 on the best.
         "4": [block("print('alpha delta')"), block("print('x')"),
               block("print('alpha beta gamma')"), done("Done.")]
-    }));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(&env, &["retry_temperature = 0.8"]);
-    steps(&env, 4);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "3"]);
-    assert!(out.status.success(), "{}", text(&out));
+    });
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 3);
 
     // Session 4 takes F002 again and tries session 3's work (F002 still
     // fails, F003 passes). Its first attempt starts from the file as found;
@@ -885,20 +844,14 @@ fn a_best_state_the_model_writes_back_unchanged_is_not_shown_again() {
     // Shown an earlier session's parser, the 1.5B model wrote it back, byte
     // for byte, at every attempt that was shown it.
     let env = Env::new();
-    let model = env.model(json!({
-        "1": alpha_beta_gamma(),
+    let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
         // F002: 1 gains F003; 2 (anew) nothing; 3 (shown 1) writes it back;
         // 4 (anew) nothing; 5 is shown the file as found.
         "3": [block("print('alpha gamma')"), block("print('x')"), block("print('alpha gamma')"),
               block("print('y')"), block("print('alpha beta gamma')"), done("Done.")]
-    }));
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(&env, &["retry_temperature = 0.8"]);
-    env.git(&["commit", "-qam", "whole-file"]);
-    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    });
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], None, 2);
 
     let requests = env.requests(3);
     assert_eq!(requests.len(), 6, "{requests:#?}");
@@ -934,6 +887,31 @@ fn alpha_beta_gamma() -> Value {
     init
 }
 
+/// Initialise with [`alpha_beta_gamma`] and the later sessions' `workers`
+/// ("2", "3", ...), turn on whole-file edits and each of `settings`, give
+/// sessions `steps` steps when set, commit that, and run `sessions` sessions.
+fn whole_file_run(env: &Env, workers: Value, settings: &[&str], steps: Option<u32>, sessions: u32) {
+    let mut all = workers;
+    all["1"] = alpha_beta_gamma();
+    let model = env.model(all);
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(env, settings);
+    if let Some(n) = steps {
+        let toml = env.project().join("longrun.toml");
+        let text = std::fs::read_to_string(&toml).unwrap();
+        std::fs::write(
+            &toml,
+            text.replacen("\nsteps = 200", &format!("\nsteps = {n}"), 1),
+        )
+        .unwrap();
+    }
+    env.git(&["commit", "-qam", "whole-file"]);
+    let sessions = sessions.to_string();
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", &sessions]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// m.py on main says alpha, beta and gamma, and the last session was accepted.
 fn all_three_landed(env: &Env) {
     assert_eq!(
@@ -946,15 +924,6 @@ fn all_three_landed(env: &Env) {
 /// A whole-file answer that is `m.py` with `body`.
 fn block(body: &str) -> Value {
     done(&format!("m.py\n```python\n{body}\n```\n"))
-}
-
-/// Sessions of `n` steps, committed on main.
-fn steps(env: &Env, n: u32) {
-    let toml = env.project().join("longrun.toml");
-    let settings = std::fs::read_to_string(&toml).unwrap();
-    let settings = settings.replacen("\nsteps = 200", &format!("\nsteps = {n}"), 1);
-    std::fs::write(&toml, settings).unwrap();
-    env.git(&["commit", "-qam", "whole-file, fewer steps"]);
 }
 
 #[test]
