@@ -59,11 +59,13 @@ pub type Attempt<'a> = dyn Fn(&AttemptFrom, u32) -> Option<String> + 'a;
 /// The best attempt so far, for the next attempt's message.
 #[derive(Debug, Default)]
 pub struct AttemptFrom<'s> {
-    /// What the check said on it (None: no attempt has written a file yet).
+    /// What the check said on it (None: nothing was checked yet).
     pub failing: Option<&'s str>,
     /// Its files, when it makes other features' checks pass: the next
     /// attempt (when not written anew) builds on it.
     pub best: Option<super::edit_check::BestFiles>,
+    /// What the last attempt broke, when its own check passed there.
+    pub last_broke: Option<&'s str>,
 }
 
 /// Makes the message a whole-file session starts again from, given what
@@ -654,6 +656,7 @@ impl<'a> AgentLoop<'a> {
         AttemptFrom {
             failing: edit_check.best_failing(),
             best,
+            last_broke: edit_check.last_broke(),
         }
     }
 
@@ -668,6 +671,15 @@ impl<'a> AgentLoop<'a> {
             return None;
         }
         attempt(&self.attempt_from(edit_check), self.attempts + 2)
+    }
+
+    /// The feature's check fails on the files as the session found them,
+    /// as `outcome` says: they are the first best state
+    /// ([`EditCheck::start_from`]).
+    pub fn start_from(&mut self, outcome: &super::checks::CheckOutcome) {
+        if let (Some(edit_check), Some(checks)) = (self.edit_check.as_mut(), self.harness.checks) {
+            edit_check.start_from(checks, &self.harness.ctx.workspace, outcome);
+        }
     }
 
     /// This session's first message is its first attempt.

@@ -66,6 +66,18 @@ struct Best {
     /// A later attempt shown it wrote it back unchanged: it is not shown
     /// again (the model copies it rather than builds on it).
     echoed: bool,
+    /// It is the files as the session found them ([`EditCheck::start_from`]).
+    as_found: bool,
+}
+
+impl Best {
+    /// When it was reached, for messages.
+    fn when(&self) -> String {
+        match self.as_found {
+            true => "the files as the session found them".into(),
+            false => format!("after step {}", self.step),
+        }
+    }
 }
 
 /// One check run on one state.
@@ -82,6 +94,11 @@ pub struct EditCheck {
     seen: Option<u64>,
     last: Option<Checked>,
     best: Option<Best>,
+    /// The check on the files as the session found them, when known.
+    found: Option<Checked>,
+    /// What the last state checked broke, when its own check passed there
+    /// ([`broken_summary`]): a state no better than the best, but news.
+    last_broke: Option<String>,
     /// Mark the feature done and commit when its check passes (`finish.rs`).
     commit_when_passing: bool,
 }
@@ -100,6 +117,41 @@ impl EditCheck {
             commit_when_passing,
             ..EditCheck::default()
         }
+    }
+
+    /// The files as the session found them are the first best state, with
+    /// `outcome`, their check failing: an attempt that does worse (in the
+    /// lift runs, a parser raising ValueError on everything, which breaks
+    /// the nine tests the file passed) never becomes the best, so it is
+    /// neither what later attempts are told failed nor what the session
+    /// keeps at its end.
+    pub fn start_from(&mut self, checks: &SessionChecks, workspace: &Path, outcome: &CheckOutcome) {
+        let (Some(fingerprint), Ok(tree)) = (self.seen, snapshot(workspace)) else {
+            return;
+        };
+        let counts = counts(&outcome.output);
+        let mut score = score(outcome, counts);
+        if self.commit_when_passing {
+            score.others_passing = checks.passing_at_start(workspace);
+        }
+        self.best = Some(Best {
+            score,
+            counts,
+            tree,
+            step: 0,
+            summary: failing_summary(outcome),
+            gained: Vec::new(),
+            breaks: false,
+            echoed: false,
+            as_found: true,
+        });
+        let found = Checked {
+            fingerprint,
+            score,
+            counts,
+        };
+        self.last = Some(found.clone());
+        self.found = Some(found);
     }
 
     /// After a turn: when the files changed since the last run, run the
@@ -136,6 +188,7 @@ impl EditCheck {
             true => failing_summary(&outcome),
             false => broken_summary(&broken),
         };
+        self.last_broke = (!broken.is_empty() && outcome.passed).then(|| summary.clone());
         let before = self.best.clone();
         if before.as_ref().is_none_or(|b| score > b.score) {
             if let Ok(tree) = snapshot(workspace) {
@@ -148,6 +201,7 @@ impl EditCheck {
                     gained: others.gained.clone(),
                     breaks: !broken.is_empty(),
                     echoed: false,
+                    as_found: false,
                 });
             }
         } else if let Some(best) = self.best.as_mut().filter(|_| self.commit_when_passing) {
@@ -188,10 +242,17 @@ impl EditCheck {
 
     /// The workspace is as the session found it again (the harness put it
     /// back after trying states of its own): the next change is judged from
-    /// here, and nothing has been checked on it yet.
+    /// here, as its check said at the start when that is known.
     pub fn found_again(&mut self, workspace: &Path) {
         self.seen = fingerprint(workspace).ok();
-        self.last = None;
+        // What was tried was not an attempt of this session's model.
+        self.last_broke = None;
+        self.last = self.found.clone().and_then(|found| {
+            Some(Checked {
+                fingerprint: self.seen?,
+                ..found
+            })
+        });
     }
 
     /// The check passed at its last run.
@@ -210,6 +271,11 @@ impl EditCheck {
             .as_ref()
             .filter(|b| !b.score.passed)
             .map(|b| b.summary.as_str())
+    }
+
+    /// What the last state checked broke, when its own check passed there.
+    pub fn last_broke(&self) -> Option<&str> {
+        self.last_broke.as_deref()
     }
 
     /// The files `names` as the best state so far holds them, when it makes
@@ -305,9 +371,9 @@ impl EditCheck {
             return Ok(None);
         }
         let said = format!(
-            "the session's best state ({}, after step {}) in place of its last ({})",
+            "the session's best state ({}, {}) in place of its last ({})",
             describe(best.score, best.counts),
-            best.step,
+            best.when(),
             describe(last.0, last.1)
         );
         restore(workspace, best.tree, &said)?;
@@ -380,10 +446,10 @@ fn report(
     }
     match best {
         Some(b) if score < b.score => text.push_str(&format!(
-            " This is worse than the best state of this session ({}, after step {}): the last edit broke something. \
+            " This is worse than the best state of this session ({}, {}): the last edit broke something. \
              If the session ends with the check failing, the harness keeps that best state, not the last one.",
             describe(b.score, b.counts),
-            b.step
+            b.when()
         )),
         Some(b) if score > b.score => text.push_str(&format!(
             " Better than before ({}).",

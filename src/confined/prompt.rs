@@ -390,7 +390,8 @@ pub fn attempt_builds_on_best(attempt: u32) -> bool {
 /// when that one makes other features' checks pass (`gained`, not empty):
 /// it is shown in place of the files as found.
 /// `at_start`: [`files_for_attempt`]; `files`: the session's [`files_to_change`];
-/// `failing`: what the check said at the start, or on the best attempt.
+/// `failing`: what the check says on the files shown (written anew: on the
+/// best attempt so far).
 pub fn attempt_message(
     config: &WorkerConfig,
     at_start: &str,
@@ -429,9 +430,10 @@ pub fn attempt_message(
                  a different approach from the earlier attempts."
             ),
         ),
+        // The files as the session found them, and what their check says.
         _ => (
             format!(
-                "An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {failing}"
+                "An earlier attempt at {names} failed. Its check `{check}` fails on {names} as shown above: {failing}"
             ),
             format!(
                 "Write a new {names} that makes every test pass, taking a different approach from the earlier attempts."

@@ -114,9 +114,8 @@ fn run_agent(
     {
         return report;
     }
-    let failing = start_check
-        .filter(|o| !o.passed)
-        .map(|o| failing_summary(&o));
+    let start_check = start_check.filter(|o| !o.passed);
+    let failing = start_check.as_ref().map(failing_summary);
     let refocus =
         |failing: &str| prompt::refocus_message(config, &ctx.workspace, &files_to_change, failing);
     // And once an attempt leaves the check failing, it starts again from the
@@ -125,21 +124,29 @@ fn run_agent(
     // makes other features' checks pass.
     let at_start = prompt::files_for_attempt(config, &ctx.workspace, &Shown::AsFound);
     let anew = prompt::files_for_attempt(config, &ctx.workspace, &Shown::Anew);
+    // What the check said goes with the files shown: on the files as found,
+    // what it said at the start; otherwise, on the best attempt so far.
     let attempt = |from: &AttemptFrom, n: u32| {
-        let failing = from.failing.or(failing.as_deref())?;
         let best = from
             .best
             .as_ref()
             .filter(|_| prompt::attempt_builds_on_best(n));
-        let files = match (prompt::attempt_is_anew(n), best) {
-            (true, _) => anew.clone(),
-            (false, Some(best)) => {
-                prompt::files_for_attempt(config, &ctx.workspace, &Shown::Best(best))
-            }
-            (false, None) => at_start.clone(),
+        let (files, failing) = match (prompt::attempt_is_anew(n), best) {
+            (true, _) => (anew.clone(), from.failing.or(failing.as_deref())?),
+            (false, Some(best)) => (
+                prompt::files_for_attempt(config, &ctx.workspace, &Shown::Best(best)),
+                from.failing?,
+            ),
+            (false, None) => (at_start.clone(), failing.as_deref()?),
+        };
+        // An attempt that passed its own check but broke a feature is no
+        // best state, but the next attempt should hear of it.
+        let failing = match from.last_broke {
+            Some(broke) => format!("{failing}\nThe last attempt: {broke}"),
+            None => failing.to_string(),
         };
         let gained = best.map(|b| b.gained.as_slice()).unwrap_or_default();
-        prompt::attempt_message(config, &files, &files_to_change, failing, n, gained)
+        prompt::attempt_message(config, &files, &files_to_change, &failing, n, gained)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
     let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace);
@@ -174,6 +181,9 @@ fn run_agent(
         prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref())
     });
     let mut agent = AgentLoop::session(harness, budget, system, first);
+    if let Some(outcome) = &start_check {
+        agent.start_from(outcome);
+    }
     if attempting {
         agent.first_message_is_an_attempt();
         // Earlier sessions' best work first: it may need no model call.
