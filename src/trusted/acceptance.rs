@@ -27,14 +27,54 @@ pub fn path_rules(project: &Project) -> anyhow::Result<PathRules> {
         .map_err(|e| anyhow::anyhow!("{}: [run]: {e}", config::FILE_NAME))
 }
 
-/// Every file of `oid`'s tree that is protected or frozen, with its mode.
-fn fixed_files(
-    repo: &Repository,
-    oid: Oid,
-    rules: &PathRules,
-) -> anyhow::Result<Vec<(String, Oid, i32)>> {
+/// The protected and frozen files of a tree: path, blob, mode.
+type FixedFiles = Vec<(String, Oid, i32)>;
+
+/// The last tree's fixed files, with the rules they were found by: the
+/// next tree (main one session on) costs what changed, not a walk of
+/// every file (three a session, each matching every path against the
+/// rules, grew with the tree: 1,000 files in the scale bench).
+struct FixedCache {
+    tree: Oid,
+    rules: (Vec<String>, Vec<String>),
+    files: std::collections::BTreeMap<String, (Oid, i32)>,
+}
+
+static FIXED: std::sync::Mutex<Option<FixedCache>> = std::sync::Mutex::new(None);
+
+/// Every file of main's tree at `oid` that is protected or frozen, with its mode.
+fn fixed_files(project: &Project, oid: Oid, rules: &PathRules) -> anyhow::Result<FixedFiles> {
+    let repo = &project.repo;
     let tree = repo.find_commit(oid)?.tree()?;
-    let mut files = Vec::new();
+    let run = &project.config.run;
+    let key = (run.protected.clone(), run.frozen.clone());
+    let mut cache = FIXED.lock().unwrap_or_else(|e| e.into_inner());
+    let files = match cache.take() {
+        Some(c) if c.tree == tree.id() && c.rules == key => c.files,
+        Some(c) if c.rules == key => match repo.find_tree(c.tree) {
+            Ok(old) => fixed_changed(repo, &old, &tree, rules, c.files)?,
+            Err(_) => fixed_walk(&tree, rules)?,
+        },
+        _ => fixed_walk(&tree, rules)?,
+    };
+    let list = files
+        .iter()
+        .map(|(path, (id, mode))| (path.clone(), *id, *mode))
+        .collect();
+    *cache = Some(FixedCache {
+        tree: tree.id(),
+        rules: key,
+        files,
+    });
+    Ok(list)
+}
+
+/// Every file of `tree` (blobs and symlinks) that `rules` fix, walked whole.
+fn fixed_walk(
+    tree: &git2::Tree,
+    rules: &PathRules,
+) -> anyhow::Result<std::collections::BTreeMap<String, (Oid, i32)>> {
+    let mut files = std::collections::BTreeMap::new();
     tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
         if entry.kind() != Some(git2::ObjectType::Blob) {
             return TreeWalkResult::Ok;
@@ -44,10 +84,38 @@ fn fixed_files(
         };
         let path = format!("{dir}{name}");
         if rules.fixed(&path) {
-            files.push((path, entry.id(), entry.filemode()));
+            files.insert(path, (entry.id(), entry.filemode()));
         }
         TreeWalkResult::Ok
     })?;
+    Ok(files)
+}
+
+/// `files`, the fixed files of `old`, brought to `new` by what differs.
+fn fixed_changed(
+    repo: &Repository,
+    old: &git2::Tree,
+    new: &git2::Tree,
+    rules: &PathRules,
+    mut files: std::collections::BTreeMap<String, (Oid, i32)>,
+) -> anyhow::Result<std::collections::BTreeMap<String, (Oid, i32)>> {
+    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
+    for delta in diff.deltas() {
+        if let Some(path) = delta.old_file().path().and_then(|p| p.to_str()) {
+            files.remove(path);
+        }
+        let file = delta.new_file();
+        let blob = matches!(
+            file.mode(),
+            git2::FileMode::Blob | git2::FileMode::BlobExecutable | git2::FileMode::Link
+        );
+        let Some(path) = file.path().and_then(|p| p.to_str()).filter(|_| blob) else {
+            continue;
+        };
+        if file.exists() && rules.fixed(path) {
+            files.insert(path.to_string(), (file.id(), i32::from(file.mode())));
+        }
+    }
     Ok(files)
 }
 
@@ -74,7 +142,7 @@ pub fn read_only_inside(project: &Project, workspace: &Path) -> Vec<PathBuf> {
         })
         .map(str::to_string)
         .collect();
-    let files = fixed_files(&project.repo, main, &rules).unwrap_or_default();
+    let files = fixed_files(project, main, &rules).unwrap_or_default();
     let mut paths: Vec<PathBuf> = dirs.iter().map(|d| workspace.join(d)).collect();
     paths.extend(
         files
@@ -89,7 +157,7 @@ pub fn read_only_inside(project: &Project, workspace: &Path) -> Vec<PathBuf> {
 /// `dir`, replacing whatever stands there, without following a symlink.
 pub fn overlay(project: &Project, main: Oid, dir: &Path) -> anyhow::Result<usize> {
     let rules = path_rules(project)?;
-    let files = fixed_files(&project.repo, main, &rules)?;
+    let files = fixed_files(project, main, &rules)?;
     for (path, blob, mode) in &files {
         if *mode == 0o120000 {
             continue;
@@ -286,6 +354,70 @@ mod tests {
         let (fresh, _) = with_frozen("[model]\nname = \"x\"\n", &["tests".into()]).unwrap();
         let parsed = crate::config::Config::parse(&fresh, Path::new("longrun.toml")).unwrap();
         assert_eq!(parsed.run.frozen, ["tests"]);
+    }
+
+    #[test]
+    fn fixed_files_brought_up_to_date_by_the_difference_equal_a_whole_walk() {
+        // The cache must never miss a protected file a session added,
+        // moved, turned into a symlink or a directory, nor keep one it deleted.
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path()).unwrap();
+        let rules =
+            PathRules::new(&["SPEC.md".into()], &["tests".into(), "*.lock".into()]).unwrap();
+        let tree = |files: &[(&str, i32, &str)]| {
+            let mut index = git2::Index::new().unwrap();
+            for (path, mode, body) in files {
+                let id = repo.blob(body.as_bytes()).unwrap();
+                let mut entry = git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: *mode as u32,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id,
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                };
+                entry.flags = (path.len() as u16) & 0xfff;
+                index.add(&entry).unwrap();
+            }
+            repo.find_tree(index.write_tree_to(&repo).unwrap()).unwrap()
+        };
+        let states = [
+            tree(&[
+                ("SPEC.md", 0o100644, "a"),
+                ("tests/t.py", 0o100644, "1"),
+                ("m.py", 0o100644, "x"),
+            ]),
+            tree(&[
+                ("SPEC.md", 0o100755, "a"),
+                ("tests/t.py", 0o100644, "2"),
+                ("tests/u/v.py", 0o100644, "3"),
+                ("a.lock", 0o120000, "/etc/passwd"),
+                ("m.py", 0o100644, "y"),
+            ]),
+            tree(&[
+                ("SPEC.md/x", 0o100644, "a"),
+                ("tests", 0o100644, "now a file"),
+                ("b.lock", 0o100644, ""),
+            ]),
+            tree(&[("m.py", 0o100644, "x")]),
+            tree(&[
+                ("SPEC.md", 0o100644, "a"),
+                ("tests/t.py", 0o100644, "1"),
+                ("m.py", 0o100644, "x"),
+            ]),
+        ];
+        let mut files = fixed_walk(&states[0], &rules).unwrap();
+        for pair in states.windows(2) {
+            files = fixed_changed(&repo, &pair[0], &pair[1], &rules, files).unwrap();
+            assert_eq!(files, fixed_walk(&pair[1], &rules).unwrap());
+        }
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["SPEC.md", "tests/t.py"]);
     }
 
     #[test]

@@ -23,8 +23,10 @@ pub struct Project {
     history: Mutex<Arc<History>>,
     /// The cached checkout of main verification links from (`checkout.rs`).
     pub(super) checkout: Mutex<super::checkout::Cache>,
-    /// Sessions whose work files this process has removed.
-    pub(super) cleaned: Mutex<std::collections::HashSet<u32>>,
+    /// The recorded sessions whose work files are still to be removed.
+    pub(super) cleaned: Mutex<super::session::Cleanup>,
+    /// The last session number this process handed out.
+    pub(super) numbered: Mutex<Option<u32>>,
 }
 
 impl Project {
@@ -86,6 +88,7 @@ impl Project {
             history: Mutex::default(),
             checkout: Mutex::default(),
             cleaned: Mutex::default(),
+            numbered: Mutex::default(),
         })
     }
 

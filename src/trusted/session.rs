@@ -89,10 +89,24 @@ pub fn sandbox_spec(
 
 /// Hand out the next session number; it is saved before anything else happens,
 /// so it is never handed out again.
+/// The session directories are looked through once per process (only one
+/// process runs a project at a time): after that, the last number this
+/// process handed out is the highest.
 pub fn next_number(project: &Project) -> anyhow::Result<u32> {
-    let mut st = State::load(&project.dir, project.history()?.last_session);
-    st.last_session += 1;
+    let recorded = project.history()?.last_session;
+    let mut handed = project
+        .numbered
+        .lock()
+        .map_err(|_| anyhow::anyhow!("session numbering is poisoned"))?;
+    let last = match *handed {
+        Some(n) => n.max(recorded),
+        None => State::load(&project.dir, recorded).last_session,
+    };
+    let st = State {
+        last_session: last + 1,
+    };
     st.save(&project.dir)?;
+    *handed = Some(st.last_session);
     Ok(st.last_session)
 }
 
@@ -342,22 +356,48 @@ fn over_size(project: &Project, work: &Path) -> Option<String> {
 /// stay. `[run] keep_sessions = N` keeps the last N sessions' files whole.
 fn remove_session_files(project: &Project, number: u32) {
     let keep = project.config.run.keep_sessions;
-    let recorded: std::collections::HashSet<u32> = match project.history() {
-        Ok(h) => h.sessions.iter().map(|s| s.session).collect(),
-        Err(_) => [number].into(),
-    };
-    let newest = recorded.iter().copied().max().unwrap_or(number).max(number);
-    // Each session's files are removed once per process: a long run does
-    // not look into every earlier session's directory after each verdict.
-    let Ok(mut cleaned) = project.cleaned.lock() else {
+    let Ok(mut cleanup) = project.cleaned.lock() else {
         return;
     };
-    for n in state::session_dir_numbers(&project.dir) {
-        let recorded_now = n == number || recorded.contains(&n);
-        if recorded_now && newest.saturating_sub(n) >= keep && cleaned.insert(n) {
-            remove_work_files(&session_dir(project, n));
+    // Once per process, every recorded session's directory (a run stopped
+    // before it cleaned up); after that only the sessions recorded since,
+    // so that a long run does not list a thousand directories a session.
+    if !cleanup.scanned {
+        cleanup.scanned = true;
+        if let Ok(history) = project.history() {
+            let recorded: std::collections::HashSet<u32> =
+                history.sessions.iter().map(|s| s.session).collect();
+            cleanup.newest = recorded.iter().copied().max().unwrap_or(0);
+            let dirs = state::session_dir_numbers(&project.dir);
+            cleanup
+                .pending
+                .extend(dirs.into_iter().filter(|n| recorded.contains(n)));
         }
     }
+    cleanup.pending.insert(number);
+    cleanup.newest = cleanup.newest.max(number);
+    let newest = cleanup.newest;
+    let due: Vec<u32> = cleanup
+        .pending
+        .iter()
+        .copied()
+        .take_while(|n| newest.saturating_sub(*n) >= keep)
+        .collect();
+    for n in due {
+        cleanup.pending.remove(&n);
+        remove_work_files(&session_dir(project, n));
+    }
+}
+
+/// The sessions whose files [`remove_session_files`] has yet to remove.
+#[derive(Debug, Default)]
+pub struct Cleanup {
+    /// The session directories were looked through once.
+    scanned: bool,
+    /// Recorded sessions whose files are still there, kept for now.
+    pending: std::collections::BTreeSet<u32>,
+    /// The newest session recorded.
+    newest: u32,
 }
 
 /// Remove what a session's files beside its record take: see [`remove_session_files`].
