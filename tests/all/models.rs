@@ -911,6 +911,55 @@ fn an_attempt_worse_than_the_files_as_found_is_never_the_best_state() {
     );
 }
 
+#[test]
+fn earlier_work_is_not_written_through_a_file_to_change_that_is_a_symlink() {
+    // The earlier work is untrusted text, and the file it replaces is
+    // whatever main holds: here a symlink to a file outside the project.
+    // Nothing is tried (the harness neither reads nor writes through it);
+    // the file outside is untouched and the model is asked as usual.
+    let env = Env::new();
+    let outside = env.write("outside.py", "pass\n");
+    let mut all = json!({
+        // F001, one step: a state that passes F003's check, not F001's.
+        "2": [block("print('gamma')")],
+        "3": [block("print('alpha')"), done("Done.")]
+    });
+    all["1"] = alpha_beta_gamma();
+    let model = env.model(all);
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &["retry_temperature = 0.8"]);
+    let toml = env.project().join("longrun.toml");
+    let settings = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, settings.replacen("\nsteps = 200", "\nsteps = 1", 1)).unwrap();
+    env.git(&["commit", "-qam", "whole-file"]);
+    let run = || env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    let out = run();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(env
+        .git(&["show", "refs/longrun/sessions/0002:m.py"])
+        .contains("print('gamma')"));
+    // main's m.py becomes a symlink out of the project.
+    env.git(&["rm", "-q", "m.py"]);
+    std::os::unix::fs::symlink(&outside, env.project().join("m.py")).unwrap();
+    env.git(&["add", "m.py"]);
+    env.git(&["commit", "-qm", "m.py points outside"]);
+    let out = run();
+    assert!(out.status.success(), "{}", text(&out));
+
+    // Session 2's work was offered to session 3.
+    let config = env.project().join(".longrun/sessions/0003/worker.json");
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(config).unwrap()).unwrap();
+    assert_eq!(config["earlier_work"][0]["session"], 2, "{config:#}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "pass\n");
+    let said = notices(&env, 3);
+    assert!(
+        !said.iter().any(|n| n.contains("the work of session")),
+        "{said:#?}"
+    );
+    assert!(!env.requests(3).is_empty(), "the model is asked");
+}
+
 /// An initializer's script: F001, F002 and F003, each that `m.py` (a stub)
 /// says alpha, beta or gamma, checked by `python3 t.py WORD`.
 fn alpha_beta_gamma() -> Value {
