@@ -919,23 +919,12 @@ fn earlier_work_is_not_written_through_a_file_to_change_that_is_a_symlink() {
     // the file outside is untouched and the model is asked as usual.
     let env = Env::new();
     let outside = env.write("outside.py", "pass\n");
-    let mut all = json!({
+    let workers = json!({
         // F001, one step: a state that passes F003's check, not F001's.
         "2": [block("print('gamma')")],
         "3": [block("print('alpha')"), done("Done.")]
     });
-    all["1"] = alpha_beta_gamma();
-    let model = env.model(all);
-    let out = env.init("# Spec\nA tiny thing.\n", &model);
-    assert!(out.status.success(), "{}", text(&out));
-    set_whole_file(&env, &["retry_temperature = 0.8"]);
-    let toml = env.project().join("longrun.toml");
-    let settings = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, settings.replacen("\nsteps = 200", "\nsteps = 1", 1)).unwrap();
-    env.git(&["commit", "-qam", "whole-file"]);
-    let run = || env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
-    let out = run();
-    assert!(out.status.success(), "{}", text(&out));
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(1), 1);
     assert!(env
         .git(&["show", "refs/longrun/sessions/0002:m.py"])
         .contains("print('gamma')"));
@@ -944,7 +933,7 @@ fn earlier_work_is_not_written_through_a_file_to_change_that_is_a_symlink() {
     std::os::unix::fs::symlink(&outside, env.project().join("m.py")).unwrap();
     env.git(&["add", "m.py"]);
     env.git(&["commit", "-qm", "m.py points outside"]);
-    let out = run();
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
     assert!(out.status.success(), "{}", text(&out));
 
     // Session 2's work was offered to session 3.
