@@ -256,6 +256,40 @@ pub fn forget_deleted_packs(repo: &Repository) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An index entry for blob `id` at `path` with `mode`, without stat data
+/// (so git reads the file before it takes it as unchanged).
+pub fn index_entry(path: &[u8], id: Oid, mode: u32) -> git2::IndexEntry {
+    let zero = git2::IndexTime::new(0, 0);
+    git2::IndexEntry {
+        ctime: zero,
+        mtime: zero,
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: 0,
+        flags_extended: 0,
+        path: path.to_vec(),
+    }
+}
+
+/// For tests: a tree of `(path, mode, bytes)` written to `repo`'s objects;
+/// paths may name directories.
+#[cfg(test)]
+pub fn tree_of<'r>(repo: &'r Repository, files: &[(&str, i32, &[u8])]) -> git2::Tree<'r> {
+    let mut index = git2::Index::new().unwrap();
+    for (path, mode, bytes) in files {
+        let id = repo.blob(bytes).unwrap();
+        index
+            .add(&index_entry(path.as_bytes(), id, *mode as u32))
+            .unwrap();
+    }
+    repo.find_tree(index.write_tree_to(repo).unwrap()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

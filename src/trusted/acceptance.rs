@@ -365,27 +365,11 @@ mod tests {
         let rules =
             PathRules::new(&["SPEC.md".into()], &["tests".into(), "*.lock".into()]).unwrap();
         let tree = |files: &[(&str, i32, &str)]| {
-            let mut index = git2::Index::new().unwrap();
-            for (path, mode, body) in files {
-                let id = repo.blob(body.as_bytes()).unwrap();
-                let mut entry = git2::IndexEntry {
-                    ctime: git2::IndexTime::new(0, 0),
-                    mtime: git2::IndexTime::new(0, 0),
-                    dev: 0,
-                    ino: 0,
-                    mode: *mode as u32,
-                    uid: 0,
-                    gid: 0,
-                    file_size: 0,
-                    id,
-                    flags: 0,
-                    flags_extended: 0,
-                    path: path.as_bytes().to_vec(),
-                };
-                entry.flags = (path.len() as u16) & 0xfff;
-                index.add(&entry).unwrap();
-            }
-            repo.find_tree(index.write_tree_to(&repo).unwrap()).unwrap()
+            let files: Vec<(&str, i32, &[u8])> = files
+                .iter()
+                .map(|(p, m, b)| (*p, *m, b.as_bytes()))
+                .collect();
+            crate::git::tree_of(&repo, &files)
         };
         let states = [
             tree(&[

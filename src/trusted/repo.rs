@@ -277,21 +277,12 @@ fn follow_in_index(repo: &Repository, diff: &git2::Diff) -> anyhow::Result<()> {
         let Some(path) = new.path().filter(|_| new.exists()) else {
             continue;
         };
-        let zero = git2::IndexTime::new(0, 0);
-        index.add(&git2::IndexEntry {
-            ctime: zero,
-            mtime: zero,
-            dev: 0,
-            ino: 0,
-            mode: u32::from(new.mode()),
-            uid: 0,
-            gid: 0,
-            file_size: 0,
-            id: new.id(),
-            flags: 0,
-            flags_extended: 0,
-            path: path.as_os_str().as_encoded_bytes().to_vec(),
-        })?;
+        let path = path.as_os_str().as_encoded_bytes();
+        index.add(&crate::git::index_entry(
+            path,
+            new.id(),
+            u32::from(new.mode()),
+        ))?;
     }
     index.write()?;
     Ok(())

@@ -89,6 +89,7 @@ pub fn sandbox_spec(
 
 /// Hand out the next session number; it is saved before anything else happens,
 /// so it is never handed out again.
+///
 /// The session directories are looked through once per process (only one
 /// process runs a project at a time): after that, the last number this
 /// process handed out is the highest.
@@ -907,15 +908,7 @@ fn changed_text_files(
 mod tests {
     use super::*;
 
-    /// A tree of `(path, mode, bytes)` written to `repo`'s objects.
-    fn tree<'r>(repo: &'r git2::Repository, files: &[(&str, i32, &[u8])]) -> git2::Tree<'r> {
-        let mut builder = repo.treebuilder(None).unwrap();
-        for (name, mode, bytes) in files {
-            let blob = repo.blob(bytes).unwrap();
-            builder.insert(name, blob, *mode).unwrap();
-        }
-        repo.find_tree(builder.write().unwrap()).unwrap()
-    }
+    use crate::git::tree_of as tree;
 
     #[test]
     fn earlier_work_offers_only_small_text_files_added_or_changed() {
