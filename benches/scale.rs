@@ -23,7 +23,13 @@
 //! cargo bench --bench scale                          # 1,000 / 1,000 / 100 sessions
 //! cargo bench --bench scale -- --sessions 300 --big-sessions 50 --only small,large,big
 //! cargo bench --bench scale -- --only small --passing 1000 --sessions 40 --every 20
+//! cargo bench --bench scale -- --only small --split  # and a fresh run at the end's size
 //! ```
+//!
+//! `--split` parts the growth: after each shape's run, a fresh project at
+//! its last row's size (as many features passing and files, the same
+//! features.json) runs one row of sessions, so the growth shows as what the
+//! size accounts for and what history and the process's age add.
 //!
 //! Under `cargo test --all-targets` (no `--bench` argument) every shape runs
 //! a few sessions as a smoke test.
@@ -48,12 +54,46 @@ struct Shape {
     /// Every feature's mark is a line of one file (`done.txt`) instead of a
     /// file of its own: the tree stays the same size, so what grows is history.
     one_file: bool,
+    /// Features in features.json: the passing ones, one per session, and 5 more.
+    features: usize,
+}
+
+impl Shape {
+    fn new(
+        name: &'static str,
+        passing: usize,
+        files: usize,
+        sessions: usize,
+        one_file: bool,
+    ) -> Shape {
+        Shape {
+            name,
+            passing,
+            files,
+            sessions,
+            one_file,
+            features: passing + sessions + 5,
+        }
+    }
+
+    /// The same project as this run's last row sees it (as many features
+    /// passing, as many files, the same features.json), without its
+    /// history: a fresh run of `every` sessions.
+    fn at_the_end(&self, every: usize) -> Shape {
+        Shape {
+            passing: self.passing + self.sessions.saturating_sub(every),
+            sessions: every,
+            ..*self
+        }
+    }
 }
 
 struct Options {
     every: usize,
     suite: bool,
     keep: bool,
+    /// After each shape's run, a fresh run at its last row's size.
+    split: bool,
 }
 
 fn main() {
@@ -77,50 +117,33 @@ fn main() {
             .map_or(if full { 50 } else { 1 }, |v| v.parse().expect("--every N")),
         suite: !args.iter().any(|a| a == "--no-suite"),
         keep: args.iter().any(|a| a == "--keep"),
+        split: args.iter().any(|a| a == "--split"),
     };
     let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
     // --passing N: the flat, small and big shapes start with N features
     // passing (what session N of a long run has, without its history).
     let small: usize = value("--passing").map_or(small, |v| v.parse().expect("--passing N"));
     let shapes = [
-        Shape {
-            name: "flat",
-            passing: small,
-            files: 0,
-            sessions,
-            one_file: true,
-        },
-        Shape {
-            name: "small",
-            passing: small,
-            files: 0,
-            sessions,
-            one_file: false,
-        },
-        Shape {
-            name: "large",
-            passing: large,
-            files: 0,
-            sessions,
-            one_file: false,
-        },
-        Shape {
-            name: "big",
-            passing: small,
-            files,
-            sessions: big_sessions,
-            one_file: false,
-        },
+        Shape::new("flat", small, 0, sessions, true),
+        Shape::new("small", small, 0, sessions, false),
+        Shape::new("large", large, 0, sessions, false),
+        Shape::new("big", small, files, big_sessions, false),
     ];
     for shape in shapes
         .iter()
         .filter(|s| only.split(',').any(|o| o == s.name))
     {
-        run_shape(shape, &options);
+        let rows = run_shape(shape, &options);
+        print_growth(&rows);
+        if options.split && shape.sessions > 2 * options.every {
+            let fresh = run_shape(&shape.at_the_end(options.every), &options);
+            print_split(&rows, &fresh);
+        }
     }
 }
 
-fn run_shape(shape: &Shape, options: &Options) {
+/// Set up `shape` and run it; its rows' times.
+fn run_shape(shape: &Shape, options: &Options) -> Vec<RowTimes> {
     let root = tempfile::Builder::new()
         .prefix("longrun-scale-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -156,15 +179,16 @@ fn run_shape(shape: &Shape, options: &Options) {
         }
     );
     print_header();
-    run(&dir, shape, options.every);
+    let rows = run(&dir, shape, options.every);
     println!("(times in ms per session, means over the row's sessions; orch: the phases but worker and checks; between: the rest of the wall time)");
     drop(root);
+    rows
 }
 
 /// The project after its initializer: `passing` features already done by a
 /// human commit, one more feature per session to come.
 fn set_up(dir: &Path, root: &Path, shape: &Shape, options: &Options) {
-    let total = shape.passing + shape.sessions + 5;
+    let total = shape.features;
     let ids: Vec<String> = (1..=total).map(|i| format!("F{i:05}")).collect();
     let line = |id: &str, passes: bool| {
         let (what, check) = match shape.one_file {
@@ -329,8 +353,9 @@ struct RowTimes {
     cpu_ms: f64,
 }
 
-/// Run `continue --sessions N` under `ulimit -n 256`, printing a row every `every` verdicts.
-fn run(dir: &Path, shape: &Shape, every: usize) {
+/// Run `continue --sessions N` under `ulimit -n 256`, printing a row every
+/// `every` verdicts; the rows' times.
+fn run(dir: &Path, shape: &Shape, every: usize) -> Vec<RowTimes> {
     let sessions = shape.sessions;
     let mut from = 2;
     let mut child = Command::new("bash")
@@ -407,7 +432,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) {
     let status = child.wait().unwrap();
     assert!(status.success(), "continue failed: {outcome}");
     assert_eq!(seen, sessions, "{outcome}");
-    print_growth(&rows);
+    rows
 }
 
 /// Per session, the milliseconds of each phase the orchestrator logged.
@@ -545,6 +570,28 @@ fn print_growth(rows: &[RowTimes]) {
         last.cpu_ms,
         ratio(first.cpu_ms, last.cpu_ms),
         ratio(first.cpu_ms, highest(|r| r.cpu_ms)),
+    );
+}
+
+/// `--split`: the run's growth parted into what the project's size accounts
+/// for (a fresh run at the last row's size, against the first row) and the
+/// rest: history and the process's age (the last row against the fresh run).
+fn print_split(rows: &[RowTimes], fresh: &[RowTimes]) {
+    let (Some(first), Some(last), Some(alone)) = (rows.first(), rows.last(), fresh.first()) else {
+        return;
+    };
+    let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { 0.0 };
+    println!(
+        "split: a fresh run at session {}'s size: median {:.1} ms, CPU {:.1} ms; \
+         the size {:.2}x (median) / {:.2}x (CPU) of session {}, history and age {:.2}x / {:.2}x",
+        last.session,
+        alone.median_ms,
+        alone.cpu_ms,
+        ratio(first.median_ms, alone.median_ms),
+        ratio(first.cpu_ms, alone.cpu_ms),
+        first.session,
+        ratio(alone.median_ms, last.median_ms),
+        ratio(alone.cpu_ms, last.cpu_ms),
     );
 }
 

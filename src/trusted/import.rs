@@ -12,7 +12,6 @@
 //! here is the session's: its verdict says why.
 
 use std::io::{BufRead, BufReader, Read, Seek, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -246,14 +245,11 @@ fn spawn(
         .current_dir(&spec.workspace)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log)?);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // No `pre_exec`: the export takes its own session and dies with this
+    // process when it confines itself, right after reading the list of
+    // changed paths from its stdin (a file). Without a closure to run, std
+    // starts it with posix_spawn instead of copying this process's page
+    // tables with fork: a long run's orchestrator holds tens of megabytes.
     cmd.spawn().context("failed to start the export")
 }
 
@@ -271,11 +267,15 @@ fn watchdog(pid: i32) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<b
 }
 
 /// SIGKILL the export's process group (its own child, not yet waited for).
+/// The export and its process group: before it has confined itself it is
+/// not yet the leader of a group of its own.
 fn kill(pid: i32) {
-    let _ = nix::sys::signal::killpg(
+    let (pid, sig) = (
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     );
+    let _ = nix::sys::signal::kill(pid, sig);
+    let _ = nix::sys::signal::killpg(pid, sig);
 }
 
 /// The header, then the pack into an indexer in `pack_dir`, at most `cap` bytes.
