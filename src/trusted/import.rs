@@ -12,6 +12,7 @@
 //! here is the session's: its verdict says why.
 
 use std::io::{BufRead, BufReader, Read, Seek, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -244,12 +245,15 @@ fn spawn(
         .envs(crate::sandbox::session_env(&spec))
         .current_dir(&spec.workspace)
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log)?);
-    // No `pre_exec`: the export takes its own session and dies with this
-    // process when it confines itself, right after reading the list of
-    // changed paths from its stdin (a file). Without a closure to run, std
-    // starts it with posix_spawn instead of copying this process's page
-    // tables with fork: a long run's orchestrator holds tens of megabytes.
+        .stderr(std::fs::File::create(log)?)
+        // A process group of its own from the start: a Ctrl-C at the
+        // terminal is the orchestrator's to handle, never the export's.
+        .process_group(0);
+    // No `pre_exec`: the export dies with this process from when it
+    // confines itself, right after reading the list of changed paths from
+    // its stdin (a file). Without a closure to run, std starts it with
+    // posix_spawn instead of copying this process's page tables with fork:
+    // a long run's orchestrator holds tens of megabytes.
     cmd.spawn().context("failed to start the export")
 }
 
@@ -267,15 +271,12 @@ fn watchdog(pid: i32) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<b
 }
 
 /// SIGKILL the export's process group (its own child, not yet waited for).
-/// The export and its process group: before it has confined itself it is
-/// not yet the leader of a group of its own.
+/// The export's process group: the export and whatever it started.
 fn kill(pid: i32) {
-    let (pid, sig) = (
+    let _ = nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     );
-    let _ = nix::sys::signal::kill(pid, sig);
-    let _ = nix::sys::signal::killpg(pid, sig);
 }
 
 /// The header, then the pack into an indexer in `pack_dir`, at most `cap` bytes.
