@@ -514,4 +514,28 @@ mod tests {
         // The same name twice, as a file and as a directory too.
         assert_eq!(git_order(b"a", false, b"a", true), Equal);
     }
+
+    #[test]
+    fn the_export_starts_in_a_process_group_of_its_own() {
+        // Before it confines itself it shares nothing a terminal's Ctrl-C
+        // or the orchestrator's group reaches. (Here the program started is
+        // the test binary, which exits at once: its zombie still says.)
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let profile = crate::sandbox::Profile::bundled("default").unwrap();
+        let spec = SandboxSpec::new(profile, work, dir.path().into(), dir.path().into());
+        let log = dir.path().join("export.log");
+        let mut child = spawn(&spec, Oid::zero(), (1, 1), None, &log).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+        // After the name in parentheses: state, ppid, pgrp.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        assert_eq!(fields[2], child.id().to_string(), "{stat}");
+        let _ = child.wait();
+    }
 }
