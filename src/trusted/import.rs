@@ -271,7 +271,6 @@ fn watchdog(pid: i32) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<b
 }
 
 /// SIGKILL the export's process group (its own child, not yet waited for).
-/// The export's process group: the export and whatever it started.
 fn kill(pid: i32) {
     let _ = nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(pid),
