@@ -180,6 +180,7 @@ fn respond(text: &str, tool_calls: Vec<ToolCall>, bytes: usize) -> OrchestratorM
                 cached_tokens: 0,
             },
             cost_usd: 0.0,
+            cut: None,
         },
         notice: None,
     }

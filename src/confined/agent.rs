@@ -301,6 +301,19 @@ impl<'a> AgentLoop<'a> {
         };
         self.stopping |= notice.is_some();
         self.last_text = response.text.clone();
+        let cut = response.cut;
+        if let Some(why) = &cut {
+            self.event(
+                link,
+                SessionEvent::Notice {
+                    text: format!("the harness stopped the answer: {why}"),
+                },
+            )?;
+            // The same request at the same temperature runs away the same way.
+            if let Some(t) = self.harness.settings.retry_temperature {
+                self.temperature = Some(t);
+            }
+        }
         let mut calls = response.tool_calls;
         let mut text = response.text;
         let recovery = match calls.is_empty() {
@@ -314,7 +327,25 @@ impl<'a> AgentLoop<'a> {
                 text = r.text.clone();
             }
         }
+        if let Some(why) = &cut {
+            text = shortened(&text, why);
+        }
         self.conversation.push_assistant(text, &calls, describe);
+        if let Some(why) = cut
+            .as_deref()
+            .filter(|_| self.attempt_after_nothing().is_none())
+        {
+            // A whole-file attempt that wrote nothing is followed by the
+            // next attempt; any other session hears why and goes on.
+            let note = runaway_note(why);
+            if calls.is_empty() {
+                self.conversation.push_user(note);
+                return Ok(Flow::Continue);
+            }
+            let flow = self.run_calls(link, &calls, recovered)?;
+            self.conversation.push_user(note);
+            return Ok(flow);
+        }
         if calls.is_empty() {
             let answer = self.last_text.clone();
             if let Some(note) = self.unreadable(recovery, &answer) {
@@ -1122,6 +1153,28 @@ fn without(text: &str, spans: &[std::ops::Range<usize>]) -> String {
     }
     out.push_str(&text[at.min(text.len())..]);
     out.trim().to_string()
+}
+
+/// A runaway answer as the conversation keeps it: its start and where the
+/// harness stopped it, not the repetition (which a small model would take
+/// up again).
+fn shortened(text: &str, why: &str) -> String {
+    const KEPT: usize = 600;
+    let mut end = text.len().min(KEPT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[... the harness stopped this answer here: {why}]",
+        &text[..end]
+    )
+}
+
+fn runaway_note(why: &str) -> String {
+    format!(
+        "[harness] Your last answer was stopped before its end: {why}. Nothing in it after that was used. \
+         Answer again without repeating yourself: where many cases are alike, write a loop or a table, not one case each."
+    )
 }
 
 /// Once per session, after calls were found in the text.

@@ -94,6 +94,7 @@ impl WireFormat for AnthropicFormat {
             text,
             tool_calls,
             tokens: answer.usage.map(UsageBody::tokens).unwrap_or_default(),
+            cut: None,
         })
     }
 
@@ -383,6 +384,26 @@ impl StreamAssembler for Assembler {
             }
         }
         Ok(reply)
+    }
+
+    fn writing(&self) -> &str {
+        match self.blocks.values().next_back() {
+            Some(Partial::Text(t)) => t,
+            Some(Partial::Tool(c)) => &c.arguments,
+            None => "",
+        }
+    }
+
+    fn cut(mut self: Box<Self>, keep: usize) -> Reply {
+        if let Some(Partial::Text(t)) = self.blocks.values_mut().next_back() {
+            t.truncate(keep);
+        }
+        let mut reply = self.finish(true).unwrap_or_default();
+        // A call cut inside its input is not one to run.
+        reply
+            .tool_calls
+            .retain(|c| serde_json::from_str::<serde::de::IgnoredAny>(&c.arguments).is_ok());
+        reply
     }
 }
 

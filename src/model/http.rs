@@ -26,6 +26,8 @@ pub struct Reply {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub tokens: Tokens,
+    /// Why reading stopped before the answer's end ([`super::runaway`]).
+    pub cut: Option<String>,
 }
 
 /// One wire format: how a request is written and an answer read.
@@ -56,6 +58,13 @@ pub trait StreamAssembler: Send {
     fn event(&mut self, event: &Event) -> Result<bool, Fault>;
     /// The reply, or a transient fault when the stream was cut before its end.
     fn finish(self: Box<Self>, ended: bool) -> Result<Reply, Fault>;
+    /// What the answer is writing now: its text, or the arguments of the
+    /// call it is writing.
+    fn writing(&self) -> &str;
+    /// The answer as far as it came, when reading stops early on purpose:
+    /// what it was writing kept to its first `keep` bytes, and a call whose
+    /// arguments are not whole JSON left out.
+    fn cut(self: Box<Self>, keep: usize) -> Reply;
 }
 
 /// A model behind HTTP: a wire format plus the settings to reach it.
@@ -131,7 +140,11 @@ impl HttpProvider {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/event-stream"));
         if stream && is_sse {
-            read_stream(response, self.format.assembler(), timeouts.idle).await
+            let mut reply = read_stream(response, self.format.assembler(), timeouts.idle).await?;
+            if reply.cut.is_some() && reply.tokens.input == 0 {
+                reply.tokens.input = (body.to_string().len() / 4) as u64;
+            }
+            Ok(reply)
         } else {
             // A server that ignores `stream` answers whole; that is fine too.
             self.format.parse(&read_all(response, timeouts.idle).await?)
@@ -215,6 +228,7 @@ impl HttpProvider {
                 .price
                 .map(|p| price::cost(&p, &reply.tokens))
                 .unwrap_or(0.0),
+            cut: reply.cut,
         }
     }
 }
@@ -320,6 +334,9 @@ fn mentions_streaming(message: &str) -> bool {
         .any(|w| w == "stream" || w == "streaming")
 }
 
+/// How many more bytes of an answer arrive between two looks for a runaway.
+const RUNAWAY_EVERY: usize = 256;
+
 fn secs(d: Duration) -> String {
     format!("{}", d.as_secs_f64())
 }
@@ -359,14 +376,34 @@ async fn read_all(response: reqwest::Response, idle: Duration) -> Result<Vec<u8>
     }
 }
 
-/// Feed the server-sent events to `assembler` until the end marker or the end of the body.
+/// Feed the server-sent events to `assembler` until the end marker or the
+/// end of the body, or until the answer runs away repeating itself: then
+/// the connection is dropped (the server stops generating) and the answer
+/// so far comes back marked as cut.
 async fn read_stream(
     response: reqwest::Response,
     mut assembler: Box<dyn StreamAssembler>,
     idle: Duration,
 ) -> Result<Reply, Fault> {
     let mut events = response.bytes_stream().eventsource();
+    let mut looked_at = 0;
     loop {
+        let writing = assembler.writing();
+        if writing.len() < looked_at {
+            looked_at = 0;
+        }
+        if writing.len() >= looked_at + RUNAWAY_EVERY {
+            looked_at = writing.len();
+            if let Some(found) = super::runaway::repeating(writing) {
+                let produced = writing.len();
+                let mut reply = assembler.cut(found.keep);
+                reply.cut = Some(found.why);
+                // No final usage comes with an answer stopped early: about
+                // four bytes a token.
+                reply.tokens.output = reply.tokens.output.max((produced / 4) as u64);
+                return Ok(reply);
+            }
+        }
         match tokio::time::timeout(idle, events.next()).await {
             Err(_) => {
                 return Err(Fault::transient(format!(

@@ -13,6 +13,7 @@ mod openai;
 mod price;
 mod provider;
 mod retry;
+pub mod runaway;
 mod scripted;
 mod settings;
 mod spec;

@@ -97,6 +97,7 @@ impl WireFormat for OpenaiFormat {
             text: message.content.unwrap_or_default(),
             tool_calls,
             tokens: answer.usage.map(UsageBody::tokens).unwrap_or_default(),
+            cut: None,
         })
     }
 
@@ -321,8 +322,38 @@ impl StreamAssembler for Assembler {
             text: self.text,
             tool_calls: self.calls.into_values().collect(),
             tokens: self.tokens,
+            cut: None,
         })
     }
+
+    fn writing(&self) -> &str {
+        match self.calls.values().next_back() {
+            Some(call) => &call.arguments,
+            None => &self.text,
+        }
+    }
+
+    fn cut(self: Box<Self>, keep: usize) -> Reply {
+        let mut text = self.text;
+        if self.calls.is_empty() {
+            text.truncate(keep);
+        }
+        Reply {
+            text,
+            tool_calls: self
+                .calls
+                .into_values()
+                .filter(|c| whole_json(&c.arguments))
+                .collect(),
+            tokens: self.tokens,
+            cut: None,
+        }
+    }
+}
+
+/// Arguments a call may run with: whole JSON, not a piece of it.
+fn whole_json(arguments: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok()
 }
 
 #[cfg(test)]
@@ -349,6 +380,31 @@ mod tests {
             }
         }
         asm.finish(false)
+    }
+
+    /// A runaway inside a call's arguments: reading stops there, the text
+    /// stays, the whole call before it stays, the cut one goes.
+    #[tokio::test]
+    async fn a_cut_answer_keeps_its_text_and_whole_calls_and_drops_the_cut_call() {
+        let chunks = [
+            json!({"choices": [{"index": 0, "delta": {"content": "Writing both."}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",
+                "function": {"name": "write_file", "arguments": "{\"path\": \"a\", \"content\": \"x\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "c2",
+                "function": {"name": "write_file", "arguments": "{\"path\": \"b\", \"content\": \"if n == 1"}}]}}]}),
+        ];
+        let text = sse(&chunks, false);
+        let mut events =
+            futures_util::stream::iter([Ok::<_, std::io::Error>(text.into_bytes())]).eventsource();
+        let mut asm: Box<dyn StreamAssembler> = Box::new(Assembler::default());
+        while let Some(ev) = events.next().await {
+            assert!(!asm.event(&ev.unwrap()).unwrap());
+        }
+        assert_eq!(asm.writing(), "{\"path\": \"b\", \"content\": \"if n == 1");
+        let reply = asm.cut(4);
+        assert_eq!(reply.text, "Writing both.");
+        assert_eq!(reply.tool_calls.len(), 1, "{reply:?}");
+        assert_eq!(reply.tool_calls[0].id, "c1");
     }
 
     fn sse(chunks: &[Value], done: bool) -> String {

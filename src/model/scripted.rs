@@ -1,8 +1,9 @@
 //! The scripted model: a JSON file of turns, for tests and the demo.
 //!
 //! Format: `{"sessions": {"1": [TURN, ...], "*": [TURN, ...]}}` where a TURN is
-//! `{"text", "tool_calls": [{"name", "arguments" | "arguments_raw"}], "usage"}`,
-//! every key optional. Request `i` of session `n` gets turn `i` of entry `n`
+//! `{"text", "tool_calls": [{"name", "arguments" | "arguments_raw"}], "usage", "cut"}`,
+//! every key optional (`cut`: the answer comes back stopped before its end,
+//! for this reason, as a runaway answer from a real server does). Request `i` of session `n` gets turn `i` of entry `n`
 //! (or of `"*"`); past the last turn the answer is text only, which ends the session.
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ pub struct Turn {
     #[serde(default)]
     pub tool_calls: Vec<ScriptedCall>,
     pub usage: Option<Usage>,
+    pub cut: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -76,6 +78,7 @@ impl ScriptedModel {
                 tool_calls: Vec::new(),
                 usage: estimate_usage(request, ""),
                 cost_usd: 0.0,
+                cut: None,
             };
         };
         let tool_calls = turn
@@ -102,6 +105,7 @@ impl ScriptedModel {
             usage: turn.usage.unwrap_or_else(|| estimate_usage(request, &said)),
             tool_calls,
             cost_usd: 0.0,
+            cut: turn.cut.clone(),
         }
     }
 }

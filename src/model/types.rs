@@ -125,6 +125,10 @@ pub struct ChatResponse {
     /// Cost of this request in US dollars, when the price is known.
     #[serde(default)]
     pub cost_usd: f64,
+    /// Why the answer was stopped before its end, when it was: it ran away
+    /// repeating itself ([`super::runaway`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 #[cfg(test)]

@@ -416,6 +416,7 @@ mod tests {
                     cached_tokens: 0,
                 },
                 cost_usd: 0.5,
+                cut: None,
             },
         };
         let view = SessionView::from_entries(&[

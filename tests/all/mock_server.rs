@@ -42,7 +42,18 @@ pub enum Reply {
     /// Hold the answer until the test opens the gate, then reply: the test
     /// sees what longrun does while it waits, with no clock involved.
     Gated(Gate, Box<Reply>),
+    /// Stream `first`, then `piece` again and again until the client hangs
+    /// up (counted: [`MockServer::hang_ups`]), as a model that runs away
+    /// repeating itself does; after [`ENDLESS_CAP`] pieces, `last`.
+    Endless {
+        first: Vec<u8>,
+        piece: Vec<u8>,
+        last: Vec<u8>,
+    },
 }
+
+/// How many pieces an [`Reply::Endless`] stream sends before it ends after all.
+pub const ENDLESS_CAP: usize = 20_000;
 
 /// Closed until a test opens it, once, for good.
 #[derive(Debug, Clone, Default)]
@@ -84,6 +95,7 @@ struct State {
     script: VecDeque<Reply>,
     requests: Vec<Recorded>,
     calls: u32,
+    hang_ups: usize,
 }
 
 pub struct MockServer {
@@ -107,6 +119,7 @@ impl MockServer {
             script: script.into(),
             requests: Vec::new(),
             calls: 0,
+            hang_ups: 0,
         }));
         let shared = state.clone();
         std::thread::spawn(move || {
@@ -130,6 +143,11 @@ impl MockServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
     }
+
+    /// How many answers the client stopped reading before their end.
+    pub fn hang_ups(&self) -> usize {
+        self.state.lock().unwrap().hang_ups
+    }
 }
 
 /// A loopback port nothing listens on (until a test starts a server there).
@@ -152,7 +170,9 @@ fn handle(mut conn: TcpStream, wire: Wire, state: &Mutex<State>) {
         let fallback = turn_reply(wire, &json!({"text": "done"}), 900 + s.calls, stream);
         s.script.pop_front().unwrap_or(fallback)
     };
-    send(&mut conn, reply);
+    if send(&mut conn, reply) {
+        state.lock().unwrap().hang_ups += 1;
+    }
 }
 
 fn read_request(conn: &TcpStream) -> Option<Recorded> {
@@ -185,15 +205,36 @@ fn read_request(conn: &TcpStream) -> Option<Recorded> {
     })
 }
 
-fn send(conn: &mut TcpStream, reply: Reply) {
+/// Send `reply`; true when the client hung up before its end.
+fn send(conn: &mut TcpStream, reply: Reply) -> bool {
     match reply {
         Reply::Slow(wait, then) => {
             std::thread::sleep(wait);
-            send(conn, *then)
+            return send(conn, *then);
         }
         Reply::Gated(gate, then) => {
             gate.wait();
-            send(conn, *then)
+            return send(conn, *then);
+        }
+        Reply::Endless { first, piece, last } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            let chunk = |conn: &mut TcpStream, bytes: &[u8]| -> std::io::Result<()> {
+                conn.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
+                conn.write_all(bytes)?;
+                conn.write_all(b"\r\n")?;
+                conn.flush()
+            };
+            let sent = (|| {
+                conn.write_all(head.as_bytes())?;
+                chunk(conn, &first)?;
+                for _ in 0..ENDLESS_CAP {
+                    chunk(conn, &piece)?;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                chunk(conn, &last)?;
+                conn.write_all(b"0\r\n\r\n")
+            })();
+            return sent.is_err();
         }
         Reply::Reset => reset(conn),
         Reply::Stall { first, wait } => {
@@ -237,6 +278,7 @@ fn send(conn: &mut TcpStream, reply: Reply) {
             }
         }
     }
+    false
 }
 
 /// Close with a TCP reset (SO_LINGER 0), as a dying proxy does.
@@ -485,4 +527,48 @@ fn split_str(s: &str, parts: usize) -> (String, String) {
     let n = s.chars().count() / parts;
     let at = s.char_indices().nth(n).map(|(i, _)| i).unwrap_or(s.len());
     (s[..at].to_string(), s[at..].to_string())
+}
+
+/// A model that runs away: the start of an answer, then the same two lines
+/// until the client hangs up (or [`ENDLESS_CAP`] times, then an answer cut
+/// by its output cap).
+pub fn runaway(wire: Wire) -> Reply {
+    let start = "```python\ndef to_roman(n):\n";
+    let lines = "    if n == 7:\n        return \"MMM\"\n";
+    match wire {
+        Wire::Openai => {
+            let ev = |c: Value| format!("data: {c}\n\n");
+            Reply::Endless {
+                first: ev(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": start}}]}))
+                    .into_bytes(),
+                piece: ev(json!({"choices": [{"index": 0, "delta": {"content": lines}}]})).into_bytes(),
+                last: format!(
+                    "{}data: [DONE]\n\n",
+                    ev(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}))
+                )
+                .into_bytes(),
+            }
+        }
+        Wire::Anthropic => {
+            let ev = |c: Value| format!("event: {}\ndata: {c}\n\n", c["type"].as_str().unwrap());
+            let first = [
+                json!({"type": "message_start", "message": {"id": "msg_runaway", "type": "message",
+                       "role": "assistant", "content": [], "usage": anthropic_usage()}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": start}}),
+            ];
+            let last = [
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 4096}}),
+                json!({"type": "message_stop"}),
+            ];
+            Reply::Endless {
+                first: first.into_iter().map(ev).collect::<String>().into_bytes(),
+                piece: ev(json!({"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": lines}}))
+                .into_bytes(),
+                last: last.into_iter().map(ev).collect::<String>().into_bytes(),
+            }
+        }
+    }
 }

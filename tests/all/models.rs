@@ -556,6 +556,81 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
     );
 }
 
+/// A whole-file answer stopped as a runaway (the server's connection
+/// dropped once it repeated itself; here the scripted model says it was
+/// cut) wrote no file: it is an attempt that came to nothing, the next
+/// starts afresh and hotter, and the repetition never reaches the model again.
+#[test]
+fn a_whole_file_answer_stopped_as_a_runaway_is_followed_by_a_fresh_hotter_attempt() {
+    let env = Env::new();
+    let init = m_py_says_a_and_b();
+    let runaway = format!("m.py\n```python\n{}", "print('a')\n".repeat(3));
+    let worker = json!([
+        {"text": runaway, "cut": "it repeated the same line 70 times over its last 70 lines"},
+        done("m.py\n```python\nprint('a b')\n```\n"),
+        done("Done.")
+    ]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+    let requests = env.requests(2);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    assert_eq!(requests[1]["temperature"], 0.8, "{:#}", requests[1]);
+    assert_eq!(messages(&requests[1]).len(), 1, "a fresh attempt");
+    assert!(!requests[1].to_string().contains("print('a')"));
+    let notices = notices(&env, 2);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n == "the harness stopped the answer: it repeated the same line 70 times over its last 70 lines"),
+        "{notices:#?}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
+}
+
+/// The same in a session that edits with tools: the model hears why its
+/// answer was stopped, without the repetition, and is asked again hotter.
+#[test]
+fn a_tool_session_told_its_answer_ran_away_is_asked_again() {
+    let env = Env::new();
+    let init = m_py_says_a_and_b();
+    // As the provider passes it on: the answer up to the repetition's first round.
+    let runaway = "Here is the plan:\n- write m.py\n";
+    let flip = "python3 - <<'EOF'\nimport json\nf = json.load(open('features.json'))\nf['features'][0]['passes'] = True\njson.dump(f, open('features.json', 'w'))\nEOF\ngit add -A && git commit -qm F001";
+    let worker = json!([
+        {"text": runaway, "cut": "it repeated the same line 20 times over its last 20 lines"},
+        turn(vec![write_file("m.py", "print('a b')\n"), bash(flip)]),
+        done("Done.")
+    ]);
+    let model = env.model(json!({"1": init, "2": worker}));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let path = env.project().join("longrun.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        toml.replacen("# retry_temperature = ", "retry_temperature = 0.8 #", 1),
+    )
+    .unwrap();
+    env.git(&["commit", "-qam", "hotter retries"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let requests = env.requests(2);
+    let second = messages(&requests[1]);
+    let said = serde_json::to_string(&second).unwrap();
+    assert!(
+        said.contains(
+            "Your last answer was stopped before its end: it repeated the same line 20 times"
+        ),
+        "{said}"
+    );
+    assert_eq!(requests[1]["temperature"], 0.8, "{:#}", requests[1]);
+    assert!(
+        last_verdict(&env).contains("Longrun-Verdict: accepted"),
+        "{}",
+        last_verdict(&env)
+    );
+}
+
 #[test]
 fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
     // Qwen2.5-Coder 1.5B, sampled at 0.8, once answered an attempt with the

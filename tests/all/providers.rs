@@ -470,6 +470,49 @@ fn a_stream_cut_inside_a_tool_call_is_asked_again() {
     }
 }
 
+/// A model that repeats the same two lines until its output cap (as the
+/// 1.5B model did at temperature 0): longrun stops reading once the
+/// repetition is plain (the server sees the client hang up, long before the
+/// cap), keeps the answer marked as cut in the transcript, tells the model
+/// why without handing the repetition back, and asks again; the session
+/// goes on and is accepted. No retry: the answer came, it was just useless.
+#[test]
+fn a_runaway_answer_is_stopped_and_the_model_told_why() {
+    for wire in [Wire::Openai, Wire::Anthropic] {
+        let (env, server, out) = init_after(runaway(wire), wire, "");
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(trailer(&env, "Longrun-Verdict"), ["accepted"]);
+        assert_eq!(server.hang_ups(), 1, "{wire:?}");
+        assert!(entries(&env, 1, "retry").is_empty());
+        let responses = entries(&env, 1, "response");
+        let cut = responses[0]["response"]["cut"].as_str().unwrap_or_default();
+        assert!(cut.contains("the same 2 lines"), "{wire:?}: {cut}");
+        assert!(responses[1]["response"].get("cut").is_none());
+        // What an answer stopped early cost is estimated: no usage came with it.
+        assert!(responses[0]["response"]["usage"]["output_tokens"].as_u64() > Some(100));
+        let notices: Vec<String> = entries(&env, 1, "event")
+            .iter()
+            .filter(|e| e["event"]["kind"] == "notice")
+            .map(|e| e["event"]["text"].to_string())
+            .collect();
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("the harness stopped the answer")),
+            "{notices:?}"
+        );
+        let asked_again = server.requests()[1].body.to_string();
+        assert!(
+            asked_again.contains("Your last answer was stopped before its end"),
+            "{asked_again}"
+        );
+        assert!(
+            asked_again.matches("if n == 7").count() < 16,
+            "the repetition went back to the model: {asked_again}"
+        );
+    }
+}
+
 #[test]
 fn a_malformed_json_body_is_retried() {
     let broken = Reply::Body {
