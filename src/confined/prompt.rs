@@ -54,12 +54,23 @@ pub fn attempt_system_prompt(config: &WorkerConfig, workspace: &Path) -> String 
     text
 }
 
-const ATTEMPT_PROMPT: &str = "You write code for a software project. Each message gives you one feature, \
+/// The form of a file block, shown without code: an example function put
+/// the example's name into answers for other files (the 1.5B model added
+/// it to `roman.py`).
+macro_rules! example_block {
+    () => {
+        "path/to/module.py\n```python\n<the complete new content of path/to/module.py>\n```"
+    };
+}
+
+const ATTEMPT_PROMPT: &str = concat!(
+    "You write code for a software project. Each message gives you one feature, \
 the files it names as they are, and what the feature's check says. Reply with the complete new content of \
-each file you change, in a fenced code block with the file's path alone on the line before it:\n\n\
-duration.py\n```python\ndef parse_duration(text):\n    return 0\n```\n\n\
-Write whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
-runs the check and commits.\n";
+each file you change, in a fenced code block with the file's path alone on the line before it:\n\n",
+    example_block!(),
+    "\n\nWrite whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
+runs the check and commits.\n"
+);
 
 /// How this session's harness settings change the work: whole-file edits,
 /// the check run after edits.
@@ -79,11 +90,13 @@ fn harness_help(config: &WorkerConfig) -> String {
     text
 }
 
-const WHOLE_FILE_HELP: &str = "\n\n## Editing files\n\n\
-To create or change a file, write its whole new content in a fenced code block, with the file's path alone on the line before the block:\n\n\
-duration.py\n```python\ndef parse_duration(text):\n    return 0\n```\n\n\
-The harness writes every such block to its path, replacing the whole file: never leave parts out. \
-Use the tools (`bash`) to run commands and to commit.\n";
+const WHOLE_FILE_HELP: &str = concat!(
+    "\n\n## Editing files\n\n\
+To create or change a file, write its whole new content in a fenced code block, with the file's path alone on the line before the block:\n\n",
+    example_block!(),
+    "\n\nThe harness writes every such block to its path, replacing the whole file: never leave parts out. \
+Use the tools (`bash`) to run commands and to commit.\n"
+);
 
 /// AGENTS.md and CLAUDE.md at the repo root, each cut to `max` bytes with a
 /// note when cut. A CLAUDE.md that says the same as AGENTS.md (a copy or a
@@ -531,6 +544,24 @@ pub fn first_message(
                     ("task", task),
                 ],
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The form of a file block is shown with no code in it: a function in
+    /// the example turned up in answers for other files.
+    #[test]
+    fn the_file_block_example_holds_no_code() {
+        for prompt in [ATTEMPT_PROMPT, WHOLE_FILE_HELP] {
+            assert!(prompt.contains("path/to/module.py\n```python\n<the complete new content"));
+            assert!(
+                !prompt.contains("def ") && !prompt.contains("return"),
+                "{prompt}"
+            );
         }
     }
 }
