@@ -455,6 +455,23 @@ impl<'a> AgentLoop<'a> {
 
     /// Tool calls the model wrote in its text, and (in whole-file mode) file
     /// blocks headed by a path, as calls to run; None when there are none.
+    /// A block's path as the session's file to change when it is none of
+    /// them and no file of the workspace, but ends in the file name of
+    /// exactly one of them (`path/to/roman.py` for `roman.py`: small
+    /// models put a directory of their own, or of an example, before it).
+    fn file_to_change(&self, path: String) -> String {
+        let files = self.harness.files_to_change;
+        if files.contains(&path) || self.harness.ctx.workspace.join(&path).exists() {
+            return path;
+        }
+        let name = Path::new(&path).file_name();
+        let mut same = files.iter().filter(|f| Path::new(f).file_name() == name);
+        match (same.next(), same.next()) {
+            (Some(file), None) => file.clone(),
+            _ => path,
+        }
+    }
+
     fn recover(&self, text: &str) -> Option<Recovery> {
         let settings = self.harness.settings;
         let mut found: Vec<(std::ops::Range<usize>, ToolCall)> = Vec::new();
@@ -473,11 +490,12 @@ impl<'a> AgentLoop<'a> {
         let mut elided = Vec::new();
         let whole_file = !self.subagent && settings.edit_format() == EditFormat::WholeFile;
         if whole_file {
-            for b in text_edits::file_blocks(text) {
+            for mut b in text_edits::file_blocks(text) {
                 if found.iter().any(|(span, _)| overlaps(span, &b.span)) {
                     continue;
                 }
-                if b.elided {
+                b.path = self.file_to_change(b.path);
+                if b.elided || b.content.trim_start().starts_with(prompt::PLACEHOLDER) {
                     elided.push(b.path);
                     continue;
                 }
@@ -499,7 +517,7 @@ impl<'a> AgentLoop<'a> {
             self.harness.files_to_change,
         ) {
             if let Some(b) = text_edits::unnamed_block_for(text, file) {
-                match b.elided {
+                match b.elided || b.content.trim_start().starts_with(prompt::PLACEHOLDER) {
                     true => elided.push(b.path),
                     false => {
                         let args = serde_json::json!({"path": b.path, "content": b.content});
@@ -1193,8 +1211,8 @@ Call the tool directly, or send the call again as one valid JSON object {\"name\
 /// File blocks that left parts out were not written.
 fn elided_note(paths: &[String]) -> String {
     format!(
-        "[harness] The code block for {} leaves parts out (a comment such as `# ... rest unchanged`), so the harness did not write it: \
-         a block replaces the whole file. Write the complete file, every line of it.",
+        "[harness] The code block for {} leaves parts out (a comment such as `# ... rest unchanged`, or the example's \
+         placeholder), so the harness did not write it: a block replaces the whole file. Write the complete file, every line of it.",
         paths.join(", ")
     )
 }

@@ -36,7 +36,7 @@ pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) 
         Role::Initializer => INITIALIZER_PROMPT.to_string(),
         Role::Worker => WORKER_PROMPT.to_string(),
     };
-    text.push_str(&harness_help(config));
+    text.push_str(&harness_help(config, &files_to_change(config, workspace)));
     text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
     text.push_str(&skills::prompt_section(skills));
     text
@@ -48,36 +48,51 @@ pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) 
 /// runs the check and commits, and a small model answers better the less
 /// there is besides the task (the bare model, one request and no system
 /// prompt, did better than the whole worker prompt).
-pub fn attempt_system_prompt(config: &WorkerConfig, workspace: &Path) -> String {
-    let mut text = ATTEMPT_PROMPT.to_string();
+/// `files`: the session's [`files_to_change`].
+pub fn attempt_system_prompt(config: &WorkerConfig, workspace: &Path, files: &[String]) -> String {
+    let mut text = format!(
+        "You write code for a software project. Each message gives you one feature, \
+         the files it names as they are, and what the feature's check says. Reply with the complete new content of \
+         each file you change, in a fenced code block with the file's path alone on the line before it:\n\n\
+         {}\n\n\
+         Write whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
+         runs the check and commits.\n",
+        example_block(files)
+    );
     text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
     text
 }
 
-/// The form of a file block, shown without code: an example function put
-/// the example's name into answers for other files (the 1.5B model added
-/// it to `roman.py`).
-macro_rules! example_block {
-    () => {
-        "path/to/module.py\n```python\n<the complete new content of path/to/module.py>\n```"
-    };
+/// The form of a file block, for the session's first file to change, with
+/// no code in it. A stub of another task's function there turned up in
+/// answers for other files (the 1.5B model added it to `roman.py`), and a
+/// made-up path was copied as the header (`path/to/roman.py`).
+fn example_block(files: &[String]) -> String {
+    let path = files.first().map(String::as_str).unwrap_or("src/module.py");
+    let language = super::text_edits::languages_of(path)
+        .and_then(|l| l.first())
+        .unwrap_or(&"");
+    format!("{path}\n```{language}\n{PLACEHOLDER} {path}>\n```")
 }
 
-const ATTEMPT_PROMPT: &str = concat!(
-    "You write code for a software project. Each message gives you one feature, \
-the files it names as they are, and what the feature's check says. Reply with the complete new content of \
-each file you change, in a fenced code block with the file's path alone on the line before it:\n\n",
-    example_block!(),
-    "\n\nWrite whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
-runs the check and commits.\n"
-);
+/// How the example block's content starts: a block that holds it (copied
+/// from the example) holds no code and is not written.
+pub const PLACEHOLDER: &str = "<the complete new content of";
 
 /// How this session's harness settings change the work: whole-file edits,
 /// the check run after edits.
-fn harness_help(config: &WorkerConfig) -> String {
+fn harness_help(config: &WorkerConfig, files: &[String]) -> String {
     let mut text = String::new();
     if config.harness.edit_format() == EditFormat::WholeFile {
-        text.push_str(WHOLE_FILE_HELP);
+        text.push_str(&format!(
+            "\n\n## Editing files\n\n\
+             To create or change a file, write its whole new content in a fenced code block, with the file's path \
+             alone on the line before the block:\n\n\
+             {}\n\n\
+             The harness writes every such block to its path, replacing the whole file: never leave parts out. \
+             Use the tools (`bash`) to run commands and to commit.\n",
+            example_block(files)
+        ));
     }
     let has_check = config.feature.as_ref().is_some_and(|f| f.check.is_some());
     if config.role == Role::Worker && config.harness.check_after_edit && has_check {
@@ -89,14 +104,6 @@ fn harness_help(config: &WorkerConfig) -> String {
     }
     text
 }
-
-const WHOLE_FILE_HELP: &str = concat!(
-    "\n\n## Editing files\n\n\
-To create or change a file, write its whole new content in a fenced code block, with the file's path alone on the line before the block:\n\n",
-    example_block!(),
-    "\n\nThe harness writes every such block to its path, replacing the whole file: never leave parts out. \
-Use the tools (`bash`) to run commands and to commit.\n"
-);
 
 /// AGENTS.md and CLAUDE.md at the repo root, each cut to `max` bytes with a
 /// note when cut. A CLAUDE.md that says the same as AGENTS.md (a copy or a
@@ -552,16 +559,19 @@ pub fn first_message(
 mod tests {
     use super::*;
 
-    /// The form of a file block is shown with no code in it: a function in
-    /// the example turned up in answers for other files.
+    /// The form of a file block is shown for the file to change, with no
+    /// code in it.
     #[test]
-    fn the_file_block_example_holds_no_code() {
-        for prompt in [ATTEMPT_PROMPT, WHOLE_FILE_HELP] {
-            assert!(prompt.contains("path/to/module.py\n```python\n<the complete new content"));
-            assert!(
-                !prompt.contains("def ") && !prompt.contains("return"),
-                "{prompt}"
-            );
-        }
+    fn the_file_block_example_is_the_file_to_change_without_code() {
+        let one = ["lib/roman.py".to_string()];
+        assert_eq!(
+            example_block(&one),
+            "lib/roman.py\n```python\n<the complete new content of lib/roman.py>\n```"
+        );
+        assert_eq!(
+            example_block(&["slug.mjs".to_string()]),
+            "slug.mjs\n```javascript\n<the complete new content of slug.mjs>\n```"
+        );
+        assert!(example_block(&[]).starts_with("src/module.py\n```python\n<"));
     }
 }

@@ -129,7 +129,7 @@ pub fn unnamed_block_for(text: &str, file: &str) -> Option<FileBlock> {
 }
 
 /// The fence languages that name the language of `file`'s extension.
-fn languages_of(file: &str) -> Option<&'static [&'static str]> {
+pub fn languages_of(file: &str) -> Option<&'static [&'static str]> {
     let ext = file.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match ext.as_str() {
         "py" => &["python", "py", "python3"],

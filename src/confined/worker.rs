@@ -149,7 +149,7 @@ fn run_agent(
         prompt::attempt_message(config, &files, &files_to_change, &failing, n, gained)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
-    let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace);
+    let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace, &files_to_change);
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
