@@ -495,7 +495,7 @@ impl<'a> AgentLoop<'a> {
                     continue;
                 }
                 b.path = self.file_to_change(b.path);
-                if b.elided || b.content.trim_start().starts_with(prompt::PLACEHOLDER) {
+                if b.elided {
                     elided.push(b.path);
                     continue;
                 }
@@ -517,7 +517,7 @@ impl<'a> AgentLoop<'a> {
             self.harness.files_to_change,
         ) {
             if let Some(b) = text_edits::unnamed_block_for(text, file) {
-                match b.elided || b.content.trim_start().starts_with(prompt::PLACEHOLDER) {
+                match b.elided {
                     true => elided.push(b.path),
                     false => {
                         let args = serde_json::json!({"path": b.path, "content": b.content});
@@ -1211,8 +1211,8 @@ Call the tool directly, or send the call again as one valid JSON object {\"name\
 /// File blocks that left parts out were not written.
 fn elided_note(paths: &[String]) -> String {
     format!(
-        "[harness] The code block for {} leaves parts out (a comment such as `# ... rest unchanged`, or the example's \
-         placeholder), so the harness did not write it: a block replaces the whole file. Write the complete file, every line of it.",
+        "[harness] The code block for {} leaves parts out (a comment such as `# ... rest unchanged`), so the harness did not write it: \
+         a block replaces the whole file. Write the complete file, every line of it.",
         paths.join(", ")
     )
 }

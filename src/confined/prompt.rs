@@ -53,31 +53,30 @@ pub fn attempt_system_prompt(config: &WorkerConfig, workspace: &Path, files: &[S
     let mut text = format!(
         "You write code for a software project. Each message gives you one feature, \
          the files it names as they are, and what the feature's check says. Reply with the complete new content of \
-         each file you change, in a fenced code block with the file's path alone on the line before it:\n\n\
-         {}\n\n\
-         Write whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
+         each file you change, {}. Write whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
          runs the check and commits.\n",
-        example_block(files)
+        block_form(files)
     );
     text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
     text
 }
 
-/// The form of a file block, for the session's first file to change, with
-/// no code in it. A stub of another task's function there turned up in
-/// answers for other files (the 1.5B model added it to `roman.py`), and a
-/// made-up path was copied as the header (`path/to/roman.py`).
-fn example_block(files: &[String]) -> String {
-    let path = files.first().map(String::as_str).unwrap_or("src/module.py");
-    let language = super::text_edits::languages_of(path)
+/// The form of a file block, in words, with the session's first file to
+/// change. An example block misled the 1.5B model every way it was
+/// written: a stub of another task's function turned up in `roman.py`, a
+/// made-up path was copied as the header (`path/to/roman.py`), and a
+/// placeholder for the content was copied as the content, at temperature
+/// 0 every time. The message shows the files in this form anyway.
+fn block_form(files: &[String]) -> String {
+    let path = files.first().map(String::as_str).unwrap_or("src/app.py");
+    let fence = super::text_edits::languages_of(path)
         .and_then(|l| l.first())
         .unwrap_or(&"");
-    format!("{path}\n```{language}\n{PLACEHOLDER} {path}>\n```")
+    format!(
+        "in the form the files are shown in: the file's path alone on one line (for example `{path}`), \
+         then a fenced code block (```{fence}) holding the whole file"
+    )
 }
-
-/// How the example block's content starts: a block that holds it (copied
-/// from the example) holds no code and is not written.
-pub const PLACEHOLDER: &str = "<the complete new content of";
 
 /// How this session's harness settings change the work: whole-file edits,
 /// the check run after edits.
@@ -86,12 +85,10 @@ fn harness_help(config: &WorkerConfig, files: &[String]) -> String {
     if config.harness.edit_format() == EditFormat::WholeFile {
         text.push_str(&format!(
             "\n\n## Editing files\n\n\
-             To create or change a file, write its whole new content in a fenced code block, with the file's path \
-             alone on the line before the block:\n\n\
-             {}\n\n\
+             To create or change a file, write its whole new content {}. \
              The harness writes every such block to its path, replacing the whole file: never leave parts out. \
              Use the tools (`bash`) to run commands and to commit.\n",
-            example_block(files)
+            block_form(files)
         ));
     }
     let has_check = config.feature.as_ref().is_some_and(|f| f.check.is_some());
@@ -559,19 +556,17 @@ pub fn first_message(
 mod tests {
     use super::*;
 
-    /// The form of a file block is shown for the file to change, with no
-    /// code in it.
+    /// The form of a file block is said in words, with the file to
+    /// change: no block to copy, no code.
     #[test]
-    fn the_file_block_example_is_the_file_to_change_without_code() {
-        let one = ["lib/roman.py".to_string()];
-        assert_eq!(
-            example_block(&one),
-            "lib/roman.py\n```python\n<the complete new content of lib/roman.py>\n```"
+    fn the_file_block_form_names_the_file_to_change_and_shows_no_block() {
+        let form = block_form(&["lib/roman.py".to_string()]);
+        assert!(
+            form.contains("alone on one line (for example `lib/roman.py`), then a fenced code block (```python)"),
+            "{form}"
         );
-        assert_eq!(
-            example_block(&["slug.mjs".to_string()]),
-            "slug.mjs\n```javascript\n<the complete new content of slug.mjs>\n```"
-        );
-        assert!(example_block(&[]).starts_with("src/module.py\n```python\n<"));
+        assert!(block_form(&["slug.mjs".to_string()]).contains("(```javascript)"));
+        assert!(block_form(&[]).contains("`src/app.py`"));
+        assert!(!form.contains('\n') && !form.contains("def "), "{form}");
     }
 }
