@@ -12,13 +12,21 @@
 //! "MMMMMMMM"` repeat however the numbers and letters grow. Real code
 //! repeats shapes too (a table of numerals, a column of asserts), so the
 //! bar is high: a block of at most [`PERIOD`] lines repeated back to back at
-//! least [`TIMES`] times and over at least [`LINES`] lines, or one line that
-//! has run past [`LONG_LINE`] bytes repeating a short unit.
+//! least [`TIMES`] times and over at least [`LINES`] lines, a longer block
+//! (a whole file written again and again) repeated as written
+//! [`BLOCK_TIMES`] times over as many lines, or one line that has run past
+//! [`LONG_LINE`] bytes repeating a short unit.
 
 /// The longest repeated block looked for, in lines.
 const PERIOD: usize = 4;
 /// How many times the block must repeat.
 const TIMES: usize = 16;
+/// The longest repeated block looked for, in lines: a block longer than
+/// [`PERIOD`] must repeat exactly, [`BLOCK_TIMES`] times (the 0.5B model
+/// wrote the same 45-line file over and over in one answer).
+const BLOCK: usize = 200;
+/// How many times a long block must repeat.
+const BLOCK_TIMES: usize = 3;
 /// How many lines the repetition must cover.
 const LINES: usize = 64;
 /// A line this long (no newline yet) is looked at on its own.
@@ -61,8 +69,14 @@ pub fn repeating(text: &str) -> Option<Runaway> {
         ends.push((line, at));
     }
     let ends = &ends[1.min(ends.len())..];
-    let lines: Vec<String> = ends.iter().map(|(l, _)| shape(l)).collect();
-    for period in 1..=PERIOD {
+    let shapes: Vec<u64> = ends.iter().map(|(l, _)| hash(&shape(l))).collect();
+    let exact: Vec<u64> = ends.iter().map(|(l, _)| hash(l.trim_end())).collect();
+    for period in 1..=BLOCK.min(shapes.len() / 2) {
+        // Short blocks by shape, long ones as written.
+        let (lines, times_needed) = match period <= PERIOD {
+            true => (&shapes, TIMES),
+            false => (&exact, BLOCK_TIMES),
+        };
         let mut same = 0;
         for i in (period..lines.len()).rev() {
             if lines[i] != lines[i - period] {
@@ -72,7 +86,7 @@ pub fn repeating(text: &str) -> Option<Runaway> {
         }
         let covered = same + period;
         let times = covered / period;
-        if times >= TIMES && covered >= LINES {
+        if times >= times_needed && covered >= LINES {
             let unit = match period {
                 1 => "the same line".to_string(),
                 n => format!("the same {n} lines"),
@@ -85,6 +99,13 @@ pub fn repeating(text: &str) -> Option<Runaway> {
         }
     }
     None
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// A line with no newline yet that has grown past [`LONG_LINE`] bytes and
@@ -160,6 +181,27 @@ mod tests {
         assert_eq!(&text[..found.keep], "def f():\n    pass\n");
         let blank = format!("x = 1{}", "\n".repeat(80));
         assert!(repeating(&blank).is_some());
+    }
+
+    /// What the 0.5B model wrote for the roman stub (lift, 2026-12-02):
+    /// the whole file, then the whole file again, and again.
+    #[test]
+    fn a_whole_file_written_again_and_again_is_a_runaway() {
+        let block: String = std::iter::once("[roman.py]\n```\n".to_string())
+            .chain((0..40).map(|i| format!("    value_{i} = table[{i}] + {}\n", i * 7)))
+            .chain(["```\n\n".to_string()])
+            .collect();
+        let twice = format!("Here it is.\n{block}{block}");
+        assert_eq!(repeating(&twice), None);
+        let text = format!("Here it is.\n{block}{block}{block}");
+        let found = repeating(&text).expect("a runaway");
+        assert!(found.why.contains("the same 44 lines 3 times"), "{found:?}");
+        assert_eq!(&text[..found.keep], format!("Here it is.\n{block}"));
+        // Three long blocks alike in shape but not as written go on.
+        let varied: String = (0..3)
+            .map(|n| block.replace("table[", &format!("table{n}[")))
+            .collect();
+        assert_eq!(repeating(&varied), None);
     }
 
     #[test]
