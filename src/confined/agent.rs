@@ -453,8 +453,6 @@ impl<'a> AgentLoop<'a> {
         )
     }
 
-    /// Tool calls the model wrote in its text, and (in whole-file mode) file
-    /// blocks headed by a path, as calls to run; None when there are none.
     /// A block's path as the session's file to change when it is none of
     /// them and no file of the workspace, but ends in the file name of
     /// exactly one of them (`path/to/roman.py` for `roman.py`: small
@@ -472,6 +470,8 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
+    /// Tool calls the model wrote in its text, and (in whole-file mode) file
+    /// blocks headed by a path, as calls to run; None when there are none.
     fn recover(&self, text: &str) -> Option<Recovery> {
         let settings = self.harness.settings;
         let mut found: Vec<(std::ops::Range<usize>, ToolCall)> = Vec::new();
