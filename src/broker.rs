@@ -132,6 +132,14 @@ pub struct WorkerReport {
     #[serde(default)]
     pub reason: Option<String>,
     pub steps: u32,
+    /// Features not passing at the session's start whose checks passed, in
+    /// the session's own sandbox, on the state it leaves at its ref without
+    /// breaking one that passed (its own check failing there): which
+    /// feature to take next, a hint and never a verdict. The orchestrator
+    /// keeps only ids of open features; the session that takes one tries
+    /// this work first and is verified like any other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passes_others: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

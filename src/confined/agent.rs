@@ -263,6 +263,15 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
+    /// The features the state this session leaves at its ref makes pass
+    /// ([`crate::broker::WorkerReport::passes_others`]).
+    pub fn passes_others(&self) -> Vec<String> {
+        self.edit_check
+            .as_ref()
+            .map(|e| e.best_passes_others())
+            .unwrap_or_default()
+    }
+
     /// A session ending with its check failing keeps its best state, when
     /// that did better than the last.
     fn keep_best(&mut self, link: &mut WorkerLink) -> anyhow::Result<()> {

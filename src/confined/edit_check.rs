@@ -273,6 +273,18 @@ impl EditCheck {
             .map(|b| b.summary.as_str())
     }
 
+    /// The features that failed at the session's start and pass on its best
+    /// state, when that state's own check fails and it breaks none that
+    /// passed: the state a session ending here keeps at its ref
+    /// ([`Self::keep_best`] puts it back when the last state did worse).
+    pub fn best_passes_others(&self) -> Vec<String> {
+        self.best
+            .as_ref()
+            .filter(|b| !b.score.passed && !b.breaks && !b.as_found)
+            .map(|b| b.gained.clone())
+            .unwrap_or_default()
+    }
+
     /// What the last state checked broke, when its own check passed there.
     pub fn last_broke(&self) -> Option<&str> {
         self.last_broke.as_deref()

@@ -84,6 +84,7 @@ fn run_agent(
                 ended: WorkerEnd::Failed,
                 reason: Some(format!("{e:#}")),
                 steps: 0,
+                passes_others: Vec::new(),
             }
         }
     };
@@ -194,6 +195,7 @@ fn run_agent(
                     ended: WorkerEnd::Completed,
                     reason: Some(text),
                     steps: 0,
+                    passes_others: Vec::new(),
                 }
             }
             Err(e) => {
@@ -201,6 +203,7 @@ fn run_agent(
                     ended: WorkerEnd::Failed,
                     reason: Some(format!("trying earlier sessions' work: {e:#}")),
                     steps: 0,
+                    passes_others: Vec::new(),
                 }
             }
         }
@@ -210,11 +213,13 @@ fn run_agent(
             ended: outcome.ended,
             reason: outcome.reason,
             steps: agent.steps(),
+            passes_others: agent.passes_others(),
         },
         Err(e) => WorkerReport {
             ended: WorkerEnd::Failed,
             reason: Some(format!("{e:#}")),
             steps: agent.steps(),
+            passes_others: Vec::new(),
         },
     };
     let stats = SessionEvent::WorkerStats {
@@ -263,6 +268,7 @@ fn done_at_start(
         ended: WorkerEnd::Completed,
         reason: Some(text),
         steps: 0,
+        passes_others: Vec::new(),
     })
 }
 

@@ -100,12 +100,14 @@ pub fn stop_file(project: &Project) -> PathBuf {
 }
 
 /// The feature the next session takes, of those that do not pass, are not
-/// stuck and are not in `busy`: the first, or (`[run] pick =
-/// "least-failed"`) the first of those with the fewest failed attempts.
+/// stuck and are not in `busy`: the first of them in `preferred`, else the
+/// first, or (`[run] pick = "least-failed"`) the first of those with the
+/// fewest failed attempts.
 pub(super) fn next_feature_besides(
     project: &Project,
     history: &History,
     busy: &[String],
+    preferred: &[String],
 ) -> anyhow::Result<Option<Feature>> {
     let Some(list) = project.features()? else {
         return Ok(None);
@@ -115,6 +117,12 @@ pub(super) fn next_feature_besides(
             && !busy.contains(&f.id)
             && !history.is_stuck(&f.id, project.config.run.max_attempts)
     });
+    let wanted = preferred
+        .iter()
+        .find_map(|id| open.clone().find(|f| &f.id == id));
+    if let Some(feature) = wanted {
+        return Ok(Some(feature.clone()));
+    }
     let next = match project.config.run.pick {
         Pick::InOrder => open.next(),
         // min_by_key keeps the first of equal keys.
@@ -170,6 +178,61 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
         notifier.finish(&reporter).await;
     }
     result
+}
+
+/// Open features a session not accepted said its work makes pass, newest
+/// first ([`super::session::SessionOutcome::passes_others`]): the next
+/// sessions take them first, and each tries that work before asking the
+/// model (the latest sessions' work is offered to whole-file sessions). A
+/// hint only orders the features; the session is verified like any other.
+#[derive(Default)]
+struct Hints(Vec<Hint>);
+
+struct Hint {
+    feature: String,
+    /// The session whose work it is.
+    from: u32,
+    /// Sessions not accepted since, with their work kept.
+    age: usize,
+}
+
+impl Hints {
+    /// After a session: one not accepted makes the hints before it older,
+    /// drops those whose work is no longer among the latest offered, and
+    /// puts its own first.
+    fn after(&mut self, outcome: &super::session::SessionOutcome) {
+        if outcome.verdict == Verdict::Accepted {
+            return;
+        }
+        let said = &outcome.passes_others;
+        self.0.retain_mut(|h| {
+            h.age += 1;
+            h.age < super::session::EARLIER_WORK_SESSIONS && !said.contains(&h.feature)
+        });
+        let mut new: Vec<Hint> = Vec::new();
+        for id in said {
+            if !new.iter().any(|h| &h.feature == id) {
+                new.push(Hint {
+                    feature: id.clone(),
+                    from: outcome.number,
+                    age: 0,
+                });
+            }
+        }
+        new.append(&mut self.0);
+        new.truncate(super::session::MAX_HINTS);
+        self.0 = new;
+    }
+
+    fn features(&self) -> Vec<String> {
+        self.0.iter().map(|h| h.feature.clone()).collect()
+    }
+
+    /// `feature` is taken: the session whose work made it pass, if hinted.
+    fn take(&mut self, feature: &str) -> Option<u32> {
+        let at = self.0.iter().position(|h| h.feature == feature)?;
+        Some(self.0.remove(at).from)
+    }
 }
 
 /// Counts what the run has done, for its limits.
@@ -230,11 +293,14 @@ pub async fn run_sessions(
     let mut running = FuturesUnordered::new();
     let mut in_flight: Vec<String> = Vec::new();
     let mut ending: Option<Outcome> = None;
+    let mut hints = Hints::default();
     loop {
         // Start sessions on different features until N run at once.
         while ending.is_none() && pause.is_none() && running.len() < parallel {
             let history = project.history()?;
-            let Some(feature) = next_feature_besides(project, &history, &in_flight)? else {
+            let preferred = hints.features();
+            let Some(feature) = next_feature_besides(project, &history, &in_flight, &preferred)?
+            else {
                 break;
             };
             if let Some(outcome) = limit_reached(project, args, &tally, reporter)? {
@@ -242,6 +308,13 @@ pub async fn run_sessions(
                 break;
             }
             let number = next_number(project)?;
+            if let Some(from) = hints.take(&feature.id) {
+                reporter.line(&format!(
+                    "session {number} takes {}: the work of session {from} (not accepted) made its \
+                     check pass in that session; it is tried first",
+                    feature.id
+                ));
+            }
             in_flight.push(feature.id.clone());
             let plan = SessionPlan {
                 number,
@@ -294,6 +367,7 @@ pub async fn run_sessions(
         let outcome = result?;
         compact_objects(project);
         in_flight.retain(|id| Some(id) != outcome.feature.as_ref());
+        hints.after(&outcome);
         if let Some(done) = stop_after(&outcome, interrupt) {
             ending.get_or_insert(done);
             continue;
@@ -543,4 +617,48 @@ fn finished(project: &Project, history: &History, reporter: &Reporter) -> anyhow
         ));
     }
     Ok(Outcome::StoppedEarly)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(number: u32, verdict: Verdict, passes_others: &[&str]) -> SessionOutcome {
+        SessionOutcome {
+            number,
+            feature: Some("F001".into()),
+            verdict,
+            reasons: Vec::new(),
+            fatal: None,
+            fault: None,
+            pause: None,
+            passes_others: passes_others.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn hints_go_newest_first_once_each_and_expire_with_the_work_offered() {
+        let mut hints = Hints::default();
+        hints.after(&ended(3, Verdict::Incomplete, &["F003", "F005", "F003"]));
+        assert_eq!(hints.features(), ["F003", "F005"]);
+        // An accepted session changes nothing; a newer hint goes first.
+        hints.after(&ended(4, Verdict::Accepted, &["F009"]));
+        hints.after(&ended(5, Verdict::Rejected, &["F005", "F007"]));
+        assert_eq!(hints.features(), ["F005", "F007", "F003"]);
+        assert_eq!(hints.take("F005"), Some(5));
+        assert_eq!(hints.take("F005"), None);
+        assert_eq!(hints.take("F003"), Some(3));
+        // Once newer sessions not accepted push session 5's work out of
+        // those offered to the next session, its hint goes too.
+        hints.after(&ended(6, Verdict::Failed, &[]));
+        hints.after(&ended(7, Verdict::Failed, &[]));
+        assert_eq!(hints.features(), ["F007"]);
+        hints.after(&ended(8, Verdict::Failed, &[]));
+        assert!(hints.features().is_empty());
+        // However many a report names, a bounded number is kept.
+        let many: Vec<String> = (0..100).map(|i| format!("F{i:03}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        hints.after(&ended(9, Verdict::Incomplete, &many));
+        assert_eq!(hints.features().len(), super::super::session::MAX_HINTS);
+    }
 }

@@ -54,7 +54,14 @@ pub struct SessionOutcome {
     pub fault: Option<crate::schema::Fault>,
     /// Set when the provider stayed unavailable: the run pauses.
     pub pause: Option<super::fault::Pause>,
+    /// Not accepted, its work kept at its ref: the features the worker said
+    /// that work makes pass ([`broker::WorkerReport::passes_others`]), as
+    /// said, at most [`MAX_HINTS`]. Untrusted: only which feature goes next.
+    pub passes_others: Vec<String>,
 }
+
+/// Features a session's report may name for the next sessions, at most.
+pub const MAX_HINTS: usize = 16;
 
 pub fn session_dir(project: &Project, number: u32) -> PathBuf {
     state::sessions_dir(&project.dir).join(format!("{number:04}"))
@@ -308,6 +315,15 @@ pub async fn run_session(
             fault
         },
         pause: super::fault::pause(&run),
+        passes_others: match (verdict, &run.report, imported.is_some()) {
+            (Verdict::Accepted, _, _) | (_, None, _) | (_, _, false) => Vec::new(),
+            (_, Some(report), true) => report
+                .passes_others
+                .iter()
+                .take(MAX_HINTS)
+                .cloned()
+                .collect(),
+        },
         fatal: run.fatal,
     })
 }
@@ -818,7 +834,7 @@ fn worker_config(
 }
 
 /// Earlier sessions whose work is offered to a whole-file session, at most.
-const EARLIER_WORK_SESSIONS: usize = 3;
+pub const EARLIER_WORK_SESSIONS: usize = 3;
 /// Files of one earlier session offered, at most, and their largest size.
 const EARLIER_WORK_FILES: usize = 8;
 const EARLIER_WORK_FILE_BYTES: usize = 8 * 1024;

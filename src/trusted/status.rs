@@ -39,7 +39,7 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         .iter()
         .filter_map(|s| s.feature.clone())
         .collect();
-    let next = next_feature_besides(&project, &history, &busy)?;
+    let next = next_feature_besides(&project, &history, &busy, &[])?;
     let accepted = history
         .sessions
         .iter()

@@ -911,6 +911,52 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
 }
 
 #[test]
+fn the_feature_an_unaccepted_sessions_work_makes_pass_is_taken_next() {
+    // One feature per test, taken in order: session 3 (F002) ends
+    // unaccepted with work that passes F003's test. Left in order, F002 came
+    // again and F003's turn might come only once newer sessions had pushed
+    // that work out of the few offered; the worker's report names F003, so
+    // F003 goes next and lands that work without a model call (verified as
+    // any other), and F002 comes after.
+    let env = Env::new();
+    let workers = json!({
+        "2": [block("print('alpha')"), done("Done.")],
+        "3": [block("print('alpha gamma')"), block("print('nothing')")],
+        "5": [block("print('alpha beta gamma')"), done("Done.")]
+    });
+    let out = whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(2), 4);
+
+    let order: Vec<(String, String)> = env
+        .log_json()
+        .iter()
+        .filter(|s| s["role"] == "worker")
+        .map(|s| {
+            (
+                s["feature"].as_str().unwrap().into(),
+                s["verdict"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("F001", "accepted"),
+        ("F002", "incomplete"),
+        ("F003", "accepted"),
+        ("F002", "accepted"),
+    ]
+    .iter()
+    .map(|(f, v)| (f.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(order, expected);
+    assert!(env.requests(4).is_empty(), "F003 needed no model call");
+    let said = text(&out);
+    assert!(
+        said.contains("session 4 takes F003: the work of session 3 (not accepted) made its check pass in that session; it is tried first"),
+        "{said}"
+    );
+    all_three_landed(&env);
+}
+
+#[test]
 fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tests() {
     let env = Env::new();
     let workers = json!({
@@ -922,7 +968,11 @@ fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tes
         "4": [block("print('alpha delta')"), block("print('x')"),
               block("print('alpha beta gamma')"), done("Done.")]
     });
-    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 3);
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 2);
+    // A new run: the hint of session 3's report (F003 next) was the last
+    // run's, so F002 goes next, in order.
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
 
     // Session 4 takes F002 again and tries session 3's work (F002 still
     // fails, F003 passes). Its first attempt starts from the file as found;
@@ -1071,7 +1121,13 @@ fn alpha_beta_gamma() -> Value {
 /// Initialise with [`alpha_beta_gamma`] and the later sessions' `workers`
 /// ("2", "3", ...), turn on whole-file edits and each of `settings`, give
 /// sessions `steps` steps when set, commit that, and run `sessions` sessions.
-fn whole_file_run(env: &Env, workers: Value, settings: &[&str], steps: Option<u32>, sessions: u32) {
+fn whole_file_run(
+    env: &Env,
+    workers: Value,
+    settings: &[&str],
+    steps: Option<u32>,
+    sessions: u32,
+) -> std::process::Output {
     let mut all = workers;
     all["1"] = alpha_beta_gamma();
     let model = env.model(all);
@@ -1091,6 +1147,7 @@ fn whole_file_run(env: &Env, workers: Value, settings: &[&str], steps: Option<u3
     let sessions = sessions.to_string();
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", &sessions]);
     assert!(out.status.success(), "{}", text(&out));
+    out
 }
 
 /// m.py on main says alpha, beta and gamma, and the last session was accepted.
