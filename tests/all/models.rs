@@ -869,28 +869,15 @@ fn an_unaccepted_sessions_best_work_is_tried_by_the_next_sessions_before_the_mod
         4,
     );
 
-    let verdicts: Vec<(String, String)> = env
-        .log_json()
-        .iter()
-        .filter(|s| s["role"] == "worker")
-        .map(|s| {
-            (
-                s["feature"].as_str().unwrap().into(),
-                s["verdict"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    let expected = [
-        ("F001", "accepted"),
-        ("F002", "incomplete"),
-        ("F003", "accepted"),
-        ("F002", "accepted"),
-    ];
-    let expected: Vec<(String, String)> = expected
-        .iter()
-        .map(|(f, v)| (f.to_string(), v.to_string()))
-        .collect();
-    assert_eq!(verdicts, expected);
+    assert_eq!(
+        worker_verdicts(&env),
+        [
+            "F001 accepted",
+            "F002 incomplete",
+            "F003 accepted",
+            "F002 accepted",
+        ]
+    );
     assert!(env.requests(4).is_empty(), "F003 needed no model call");
     // Only the files the feature names are taken from the earlier work.
     assert!(env
@@ -926,27 +913,15 @@ fn the_feature_an_unaccepted_sessions_work_makes_pass_is_taken_next() {
     });
     let out = whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(2), 4);
 
-    let order: Vec<(String, String)> = env
-        .log_json()
-        .iter()
-        .filter(|s| s["role"] == "worker")
-        .map(|s| {
-            (
-                s["feature"].as_str().unwrap().into(),
-                s["verdict"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    let expected: Vec<(String, String)> = [
-        ("F001", "accepted"),
-        ("F002", "incomplete"),
-        ("F003", "accepted"),
-        ("F002", "accepted"),
-    ]
-    .iter()
-    .map(|(f, v)| (f.to_string(), v.to_string()))
-    .collect();
-    assert_eq!(order, expected);
+    assert_eq!(
+        worker_verdicts(&env),
+        [
+            "F001 accepted",
+            "F002 incomplete",
+            "F003 accepted",
+            "F002 accepted",
+        ]
+    );
     assert!(env.requests(4).is_empty(), "F003 needed no model call");
     let said = text(&out);
     assert!(
@@ -1148,6 +1123,22 @@ fn whole_file_run(
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", &sessions]);
     assert!(out.status.success(), "{}", text(&out));
     out
+}
+
+/// Each worker session's feature and verdict (`F001 accepted`), in order,
+/// from `longrun log --json`.
+fn worker_verdicts(env: &Env) -> Vec<String> {
+    env.log_json()
+        .iter()
+        .filter(|s| s["role"] == "worker")
+        .map(|s| {
+            format!(
+                "{} {}",
+                s["feature"].as_str().unwrap(),
+                s["verdict"].as_str().unwrap()
+            )
+        })
+        .collect()
 }
 
 /// m.py on main says alpha, beta and gamma, and the last session was accepted.
