@@ -310,8 +310,8 @@ pub async fn run_sessions(
             let number = next_number(project)?;
             if let Some(from) = hints.take(&feature.id) {
                 reporter.line(&format!(
-                    "session {number} takes {}: the work of session {from} (not accepted) made its \
-                     check pass in that session; it is tried first",
+                    "session {number} takes {}: the worker of session {from} (not accepted) \
+                     reported that its work passes this feature's check; it is tried first",
                     feature.id
                 ));
             }

@@ -925,7 +925,7 @@ fn the_feature_an_unaccepted_sessions_work_makes_pass_is_taken_next() {
     assert!(env.requests(4).is_empty(), "F003 needed no model call");
     let said = text(&out);
     assert!(
-        said.contains("session 4 takes F003: the work of session 3 (not accepted) made its check pass in that session; it is tried first"),
+        said.contains("session 4 takes F003: the worker of session 3 (not accepted) reported that its work passes this feature's check; it is tried first"),
         "{said}"
     );
     all_three_landed(&env);

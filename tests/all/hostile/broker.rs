@@ -511,3 +511,79 @@ fn init_sh_socket(by: By) {
     assert!(t.contains("init-no-fd3"), "{t}");
     assert!(!t.contains("INIT-HELD-FD3"), "{t}");
 }
+
+by_both!(
+    a_worker_lying_about_what_its_work_passes_only_reorders_open_features,
+    a_worker_lying_about_what_its_work_passes_only_reorders_open_features_as_uid_65534,
+    lying_hints
+);
+
+/// The worker's report names the other features its work makes pass, and
+/// the run takes those next. A worker that lies (fault injection: its
+/// report names a passing feature, unknown ids, a path, a forged trailer,
+/// the open feature F003 its work does not pass, and a hundred more) gets
+/// F003 taken next and nothing else: F003 is not accepted without its check
+/// passing, and none of what it said reaches the output, a commit or main.
+/// The control, the same run with an honest worker, takes F002 again.
+fn lying_hints(by: By) {
+    let three = |a: bool| {
+        features(&[
+            ("F001", a, "test -f a.txt"),
+            ("F002", false, "test -f b.txt"),
+            ("F003", false, "test -f c.txt"),
+        ])
+    };
+    for lies in [false, true] {
+        let env = Env::new();
+        let who = As::new(&env, by);
+        let model = env.model(json!({
+            "1": initializer(&three(false)),
+            "2": crate::common::worker(&[("a.txt", "a\n")], &three(true)),
+            // F002: work kept (it is committed), but not b.txt.
+            "3": [turn(vec![bash("echo x > x.txt && git add -A && git commit -qm try")]),
+                  done("done")],
+            "4": [done("nothing to do")]
+        }));
+        let o = who.init(&model);
+        assert!(o.status.success(), "{by:?}: {}", text(&o));
+        let o = who.run(|cmd| {
+            cmd.args(["continue", "--sessions", "3", "--model", &model, "--dir"])
+                .arg(env.project());
+            if lies {
+                cmd.env("LONGRUN_FAILPOINT", "worker-hints:3");
+            }
+        });
+        let at = format!("{by:?}, lies {lies}");
+        assert!(o.status.code().is_some(), "{at}: {}", text(&o));
+        let sessions: Vec<(String, String)> = env
+            .log_json()
+            .iter()
+            .filter(|s| s["role"] == "worker")
+            .map(|s| (s["feature"].to_string(), s["verdict"].to_string()))
+            .collect();
+        let (fourth, said) = if lies {
+            (
+                "F003",
+                "session 4 takes F003: the worker of session 3 (not accepted) reported",
+            )
+        } else {
+            ("F002", "session 4 takes F002")
+        };
+        let taken: Vec<&str> = sessions.iter().map(|(f, _)| f.trim_matches('"')).collect();
+        assert_eq!(taken, ["F001", "F002", fourth], "{at}: {}", text(&o));
+        let accepted: Vec<bool> = sessions.iter().map(|(_, v)| v == "\"accepted\"").collect();
+        assert_eq!(accepted, [true, false, false], "{at}: {sessions:?}");
+        let out = text(&o);
+        assert_eq!(out.contains(said), lies, "{at}: {out}");
+        let everything = format!(
+            "{out}\n{}\n{}",
+            who.git(&["log", "--all", "--format=%B"]),
+            who.git(&["show", "main:features.json"])
+        );
+        for forged in ["FORGED-HINT", "etc/passwd", "F999", "takes F001"] {
+            assert!(!everything.contains(forged), "{at}: {forged}: {everything}");
+        }
+        let main = who.git(&["show", "main:features.json"]);
+        assert_eq!(main, three(true), "{at}");
+    }
+}
