@@ -66,6 +66,8 @@ pub struct AttemptFrom<'s> {
     pub best: Option<super::edit_check::BestFiles>,
     /// What the last attempt broke, when its own check passed there.
     pub last_broke: Option<&'s str>,
+    /// An attempt shown the files as found wrote them back unchanged.
+    pub found_echoed: bool,
 }
 
 /// Makes the message a whole-file session starts again from, given what
@@ -340,6 +342,10 @@ impl<'a> AgentLoop<'a> {
             text = shortened(&text, why);
         }
         self.conversation.push_assistant(text, &calls, describe);
+        if calls.is_empty() {
+            let answer = self.last_text.clone();
+            self.note_blocks_unchanged(&answer);
+        }
         if let Some(why) = cut
             .as_deref()
             .filter(|_| self.attempt_after_nothing().is_none())
@@ -619,6 +625,7 @@ impl<'a> AgentLoop<'a> {
         }
         self.conversation.stub_old_results();
         let changed = self.check_after_edit();
+        self.note_attempt_written(calls);
         if let Some(first) = self.next_attempt(calls) {
             return self.start_attempt(link, first, "the last one left the check failing");
         }
@@ -683,6 +690,47 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
+    /// During a whole-file attempt, an answer that wrote nothing: when it
+    /// holds a file to change as it is (a block the same as the file is no
+    /// edit), the edit check notes whether that is the files as found.
+    fn note_blocks_unchanged(&mut self, answer: &str) {
+        let whole_file = self.harness.settings.edit_format() == EditFormat::WholeFile;
+        if self.subagent || !self.attempting || !whole_file {
+            return;
+        }
+        let workspace = &self.harness.ctx.workspace;
+        let same = |path: &str, content: &str| {
+            std::fs::read(workspace.join(path)).is_ok_and(|now| now == content.as_bytes())
+        };
+        let mut blocks = text_edits::file_blocks(answer)
+            .into_iter()
+            .map(|b| (self.file_to_change(b.path), b.content))
+            .collect::<Vec<_>>();
+        if let (true, [file]) = (blocks.is_empty(), self.harness.files_to_change) {
+            blocks.extend(text_edits::unnamed_block_for(answer, file).map(|b| (b.path, b.content)));
+        }
+        let unchanged = blocks.iter().any(|(path, content)| same(path, content));
+        if let Some(edit_check) = self.edit_check.as_mut().filter(|_| unchanged) {
+            edit_check.attempt_wrote(workspace);
+        }
+    }
+
+    /// During an attempt, a turn that wrote files: the edit check notes
+    /// when they are the files as the session found them.
+    fn note_attempt_written(&mut self, calls: &[ToolCall]) {
+        let wrote = calls
+            .iter()
+            .any(|c| matches!(c.name.as_str(), "write_file" | "edit_file"));
+        let workspace = &self.harness.ctx.workspace;
+        if let Some(edit_check) = self
+            .edit_check
+            .as_mut()
+            .filter(|_| wrote && self.attempting)
+        {
+            edit_check.attempt_wrote(workspace);
+        }
+    }
+
     /// Whole-file sessions with a retry temperature: a turn that wrote a
     /// file and left the check failing (or wrote the same file again) ends
     /// the attempt; the next starts from the files and the best attempt's
@@ -715,6 +763,7 @@ impl<'a> AgentLoop<'a> {
             failing: edit_check.best_failing(),
             best,
             last_broke: edit_check.last_broke(),
+            found_echoed: edit_check.found_echoed(),
         }
     }
 

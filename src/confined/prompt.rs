@@ -395,6 +395,19 @@ pub fn attempt_builds_on_best(attempt: u32) -> bool {
     attempt >= 3 && !attempt_is_anew(attempt)
 }
 
+/// What an attempt is shown and asked ([`attempt_message`]).
+#[derive(Debug, Clone, Copy)]
+pub enum AttemptKind<'b> {
+    /// The session's first: the files as found.
+    First,
+    /// The files to change left out, written from scratch.
+    Anew,
+    /// The files as found, to be written another way.
+    AsFound,
+    /// The state the attempt builds on ([`EditCheck::best_to_build_on`](super::edit_check::EditCheck::best_to_build_on)).
+    Builds(&'b BestFiles),
+}
+
 /// The message a whole-file session's attempt `attempt` starts from: the
 /// assignment, the files as the session found them (not the last attempt:
 /// shown its own file, a small model writes it again), what the check says,
@@ -403,9 +416,11 @@ pub fn attempt_builds_on_best(attempt: u32) -> bool {
 /// message spends its first turns running the check the harness already
 /// ran); a later one says what the best attempt so far failed and asks for
 /// a different file. None without a feature or a file to write.
-/// An attempt that is not written anew builds on the best attempt so far
-/// when that one makes other features' checks pass (`gained`, not empty):
-/// it is shown in place of the files as found.
+/// An attempt that is not written anew may build on a state of this
+/// session (`kind`: [`AttemptKind::Builds`]): one that makes other
+/// features' checks pass, or one whose own check passes but breaks others;
+/// it is shown in place of the files as found and the attempt is asked to
+/// mend what fails there.
 /// `at_start`: [`files_for_attempt`]; `files`: the session's [`files_to_change`];
 /// `failing`: what the check says on the files shown (written anew: on the
 /// best attempt so far).
@@ -415,7 +430,7 @@ pub fn attempt_message(
     files: &[String],
     failing: &str,
     attempt: u32,
-    gained: &[String],
+    kind: AttemptKind,
 ) -> Option<String> {
     let feature = config.feature.as_ref()?;
     if files.is_empty() {
@@ -423,22 +438,13 @@ pub fn attempt_message(
     }
     let names = quoted(files);
     let check = feature.check.as_deref().unwrap_or("");
-    let (said, asked) = match attempt {
-        // The best state so far makes other features pass: build on it.
-        n if attempt_builds_on_best(n) && !gained.is_empty() => (
-            format!(
-                "The best attempt so far, shown above under \"{TO_CHANGE_HEADING}\", makes the checks of \
-                 other features pass that failed before ({}), but its own check `{check}` fails: {failing}",
-                gained.join(", ")
-            ),
-            "Change it so that this feature's test passes too, keeping every test that passes now passing."
-                .to_string(),
-        ),
-        1 => (
+    let (said, asked) = match kind {
+        AttemptKind::Builds(best) => builds_on(best, check, failing),
+        AttemptKind::First => (
             format!("Its check `{check}` fails now: {failing}"),
             format!("Write {names} so that every test passes."),
         ),
-        n if attempt_is_anew(n) => (
+        AttemptKind::Anew => (
             format!(
                 "An earlier attempt at {names} failed. Its check `{check}`, on the best attempt so far: {failing}"
             ),
@@ -448,7 +454,7 @@ pub fn attempt_message(
             ),
         ),
         // The files as the session found them, and what their check says.
-        _ => (
+        AttemptKind::AsFound => (
             format!(
                 "An earlier attempt at {names} failed. Its check `{check}` fails on {names} as shown above: {failing}"
             ),
@@ -467,6 +473,47 @@ pub fn attempt_message(
         id = feature.id,
         description = description(feature),
     ))
+}
+
+/// What an attempt building on `best` is told of it and asked: make its
+/// own check pass, mend the features it breaks, or both, keeping the rest.
+fn builds_on(best: &BestFiles, check: &str, failing: &str) -> (String, String) {
+    let shown = format!("The best attempt so far, shown above under \"{TO_CHANGE_HEADING}\",");
+    let gained = best.gained.join(", ");
+    let broken = best.broken.join(", ");
+    match (best.own_passes, best.gained.is_empty()) {
+        // Its own check passes: what it says names what broke.
+        (true, true) => (
+            format!("{shown} makes this feature's check `{check}` pass: {failing}"),
+            format!(
+                "Change it so that {broken} pass again, keeping this feature's test and every test that passes now passing."
+            ),
+        ),
+        (true, false) => (
+            format!(
+                "{shown} makes this feature's check `{check}` pass and the checks of other features that failed before ({gained}): {failing}"
+            ),
+            format!(
+                "Change it so that {broken} pass again, keeping this feature's test and every test that passes now passing."
+            ),
+        ),
+        (false, _) if !best.broken.is_empty() => (
+            format!(
+                "{shown} makes the checks of other features pass that failed before ({gained}), but its own check `{check}` fails: {failing}\n\
+                 It also breaks features that passed before: {broken}."
+            ),
+            format!(
+                "Change it so that this feature's test passes too and {broken} pass again, keeping every test that passes now passing."
+            ),
+        ),
+        (false, _) => (
+            format!(
+                "{shown} makes the checks of other features pass that failed before ({gained}), but its own check `{check}` fails: {failing}"
+            ),
+            "Change it so that this feature's test passes too, keeping every test that passes now passing."
+                .to_string(),
+        ),
+    }
 }
 
 /// `a`, `b`: file names as the messages name them.

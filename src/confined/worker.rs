@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::agent::{Attempt, AttemptFrom, Harness, Refocus};
 use super::checks::SessionChecks;
 use super::edit_check::failing_summary;
-use super::prompt::Shown;
+use super::prompt::{AttemptKind, Shown};
 use super::{prompt, skills, AgentLoop, Budget};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
 use crate::config::EditFormat;
@@ -132,22 +132,30 @@ fn run_agent(
             .best
             .as_ref()
             .filter(|_| prompt::attempt_builds_on_best(n));
-        let (files, failing) = match (prompt::attempt_is_anew(n), best) {
-            (true, _) => (anew.clone(), from.failing.or(failing.as_deref())?),
+        // Files as found that an attempt wrote back unchanged are not shown again.
+        let anew_now = prompt::attempt_is_anew(n) || (best.is_none() && from.found_echoed);
+        let (files, failing, kind) = match (anew_now, best) {
+            (true, _) => (
+                anew.clone(),
+                from.failing.or(failing.as_deref())?,
+                AttemptKind::Anew,
+            ),
             (false, Some(best)) => (
                 prompt::files_for_attempt(config, &ctx.workspace, &Shown::Best(best)),
-                from.failing?,
+                best.summary.as_str(),
+                AttemptKind::Builds(best),
             ),
-            (false, None) => (at_start.clone(), failing.as_deref()?),
+            (false, None) => (at_start.clone(), failing.as_deref()?, AttemptKind::AsFound),
         };
-        // An attempt that passed its own check but broke a feature is no
-        // best state, but the next attempt should hear of it.
-        let failing = match from.last_broke {
-            Some(broke) => format!("{failing}\nThe last attempt: {broke}"),
-            None => failing.to_string(),
+        // An attempt that passed its own check but broke a feature should
+        // be heard of by the next (unless that one builds on it).
+        let failing = match (from.last_broke, best) {
+            (Some(broke), b) if b.is_none_or(|b| !b.own_passes) => {
+                format!("{failing}\nThe last attempt: {broke}")
+            }
+            _ => failing.to_string(),
         };
-        let gained = best.map(|b| b.gained.as_slice()).unwrap_or_default();
-        prompt::attempt_message(config, &files, &files_to_change, &failing, n, gained)
+        prompt::attempt_message(config, &files, &files_to_change, &failing, n, kind)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
     let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace, &files_to_change);
@@ -165,10 +173,16 @@ fn run_agent(
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
     // Attempts start at the first: the files and what the check says.
-    let first_attempt = failing
-        .as_deref()
-        .filter(|_| retries)
-        .and_then(|f| prompt::attempt_message(config, &at_start, &files_to_change, f, 1, &[]));
+    let first_attempt = failing.as_deref().filter(|_| retries).and_then(|f| {
+        prompt::attempt_message(
+            config,
+            &at_start,
+            &files_to_change,
+            f,
+            1,
+            AttemptKind::First,
+        )
+    });
     let mut limits = config.budget.clone();
     if failpoint("worker-overspends", config.session) {
         limits.steps *= 7;
