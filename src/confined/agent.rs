@@ -68,6 +68,11 @@ pub struct AttemptFrom<'s> {
     pub last_broke: Option<&'s str>,
     /// An attempt shown the files as found wrote them back unchanged.
     pub found_echoed: bool,
+    /// `best` is what the last attempt wrote: the next builds on it
+    /// whatever its number (in the lift run the 1.5B model's nearest
+    /// misses came late in a session, and the next attempt, written anew,
+    /// was its last).
+    pub best_fresh: bool,
 }
 
 /// Makes the message a whole-file session starts again from, given what
@@ -759,8 +764,10 @@ impl<'a> AgentLoop<'a> {
             let at_start = checks.passing_at_start(workspace);
             edit_check.best_to_build_on(workspace, at_start, self.harness.files_to_change)
         });
+        let step = self.budget.steps();
         AttemptFrom {
             failing: edit_check.best_failing(),
+            best_fresh: best.as_ref().is_some_and(|b| b.step > 0 && b.step == step),
             best,
             last_broke: edit_check.last_broke(),
             found_echoed: edit_check.found_echoed(),

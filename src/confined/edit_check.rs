@@ -382,6 +382,7 @@ impl EditCheck {
             broken: best.broken.clone(),
             own_passes: best.own_passed,
             summary: best.summary.clone(),
+            step: best.step,
         })
     }
 
@@ -463,6 +464,8 @@ pub struct BestFiles {
     /// What the checks said there ([`failing_summary`] or, when its own
     /// check passes, [`broken_summary`]).
     pub summary: String,
+    /// The step it was reached at (0: before the model's first).
+    pub step: u32,
 }
 
 /// What other features' checks said on a state whose own check fails:

@@ -131,9 +131,9 @@ fn run_agent(
         let best = from
             .best
             .as_ref()
-            .filter(|_| prompt::attempt_builds_on_best(n));
+            .filter(|_| prompt::attempt_builds_on_best(n) || from.best_fresh);
         // Files as found that an attempt wrote back unchanged are not shown again.
-        let anew_now = prompt::attempt_is_anew(n) || (best.is_none() && from.found_echoed);
+        let anew_now = best.is_none() && (prompt::attempt_is_anew(n) || from.found_echoed);
         let (files, failing, kind) = match (anew_now, best) {
             (true, _) => (
                 anew.clone(),

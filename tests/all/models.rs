@@ -774,13 +774,14 @@ fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_
     // One feature per test: working on one test, the 1.5B model wrote a
     // parser that passed four others but not its own, and the next attempt
     // started again from the file as the session found it. The harness runs
-    // every feature's check on each attempt, and the next attempt (when not
-    // written anew) is shown the best one and what it gained.
+    // every feature's check on each attempt, and the next attempt is shown
+    // the best one and what it gained (right after it was written, and
+    // then every attempt that is not written anew).
     let env = Env::new();
     let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
         // F002: the first attempt makes F003 pass, not F002; the second
-        // (written anew) breaks F001; the third builds on the first.
+        // builds on it and breaks F001; the third builds on the first again.
         "3": [block("print('alpha gamma')"), block("print('nothing')"),
               block("print('alpha beta gamma')"), done("Done.")]
     });
@@ -790,7 +791,7 @@ fn an_attempt_that_makes_other_features_pass_is_the_one_the_next_attempt_builds_
     assert_eq!(requests.len(), 4, "{requests:#?}");
     let second = user_texts(&requests[1]).last().unwrap().clone();
     assert!(
-        second.contains("`m.py`: its content is left out"),
+        second.contains("m.py\n```\nprint('alpha gamma')\n```"),
         "{second}"
     );
     let third = user_texts(&requests[2]).last().unwrap().clone();
@@ -829,8 +830,8 @@ fn an_attempt_that_passes_its_own_test_but_breaks_another_is_the_one_the_next_at
     let env = Env::new();
     let workers = json!({
         "2": [block("print('alpha')"), done("Done.")],
-        // F002: the first attempt passes F002 and breaks F001; the second
-        // (written anew) passes nothing; the third is shown the first.
+        // F002: the first attempt passes F002 and breaks F001; the second,
+        // shown it, passes nothing; the third is shown the first again.
         "3": [block("print('beta')"), block("print('nothing')"),
               block("print('alpha beta')"), done("Done.")]
     });
@@ -838,6 +839,8 @@ fn an_attempt_that_passes_its_own_test_but_breaks_another_is_the_one_the_next_at
 
     let requests = env.requests(3);
     assert_eq!(requests.len(), 4, "{requests:#?}");
+    let second = user_texts(&requests[1]).last().unwrap().clone();
+    assert!(second.contains("m.py\n```\nprint('beta')\n```"), "{second}");
     let third = user_texts(&requests[2]).last().unwrap().clone();
     assert!(
         third.contains("the ones to change as the best attempt so far wrote them"),
@@ -905,7 +908,7 @@ fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() 
     assert_eq!(requests.len(), 3, "{requests:#?}");
     let second = user_texts(&requests[1]).last().unwrap().clone();
     assert!(
-        second.contains("\nThe last attempt: it passes, but it breaks features that passed before: F003's check `python3 t.py gamma` fails"),
+        second.contains("makes this feature's check `python3 t.py beta` pass: it passes, but it breaks features that passed before: F003's check `python3 t.py gamma` fails"),
         "{second}"
     );
     let log = env.git(&["log", "--format=%s", "main"]);
