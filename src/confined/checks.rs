@@ -7,6 +7,7 @@
 //! learns what verification will say while it can still act on it.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
@@ -49,6 +50,8 @@ pub struct SessionChecks {
     /// Which of them passed on the files as the session found them, when
     /// run there ([`SessionChecks::run_others_at_start`]).
     at_start: OnceLock<Vec<bool>>,
+    /// The feature's check timed out at its last run.
+    feature_timed_out: AtomicBool,
 }
 
 /// Another feature's check, as the session's base commit holds it.
@@ -109,6 +112,7 @@ impl SessionChecks {
             timeout: Duration::from_secs(config.check_timeout_secs),
             others: OnceLock::new(),
             at_start: OnceLock::new(),
+            feature_timed_out: AtomicBool::new(false),
         }
     }
 
@@ -130,14 +134,20 @@ impl SessionChecks {
             self.others(workspace)
                 .iter()
                 .take(MAX_OTHER_CHECKS)
-                .map(|o| self.run_other(workspace, o).passed)
+                .map(|o| self.run_other(workspace, o).0.passed)
                 .collect()
         });
     }
 
-    fn run_other(&self, workspace: &Path, other: &OtherCheck) -> CheckOutcome {
+    /// Whether the feature's check timed out at its last run.
+    pub fn feature_timed_out(&self) -> bool {
+        self.feature_timed_out.load(Ordering::Relaxed)
+    }
+
+    /// The check of `other`, and whether it timed out.
+    fn run_other(&self, workspace: &Path, other: &OtherCheck) -> (CheckOutcome, bool) {
         let name = format!("feature {} check", other.id);
-        run_command(workspace, &name, &other.command, self.timeout)
+        run_timed(workspace, &name, &other.command, self.timeout)
     }
 
     /// Whether other feature `index` passed at the start: as run there,
@@ -161,12 +171,31 @@ impl SessionChecks {
     /// Run the checks of the other features (at most [`MAX_OTHER_CHECKS`],
     /// in the list's order): those that passed at the start and fail now are
     /// `broken`; those that failed there and pass now are `gained`.
+    /// Once one of them, or the feature's own check just before, timed out
+    /// on this state, the rest are not run: they count as failing. A state
+    /// that hangs (the 1.5B model once wrote a parser looping forever) cost
+    /// the full timeout for every feature's check, more than the session's
+    /// whole wall time, and so did every later session that tried that
+    /// session's work first.
     pub fn run_others(&self, workspace: &Path) -> OthersRun {
         let mut run = OthersRun::default();
         let others = self.others(workspace).iter().take(MAX_OTHER_CHECKS);
+        let mut hung = self.feature_timed_out();
         for (index, other) in others.enumerate() {
             let before = self.passed_at_start(index, other);
-            let outcome = self.run_other(workspace, other);
+            let outcome = match hung {
+                true => CheckOutcome {
+                    name: format!("feature {} check", other.id),
+                    command: Some(other.command.clone()),
+                    passed: false,
+                    output: "[not run: a check before it on these files timed out]".into(),
+                },
+                false => {
+                    let (outcome, timed_out) = self.run_other(workspace, other);
+                    hung = timed_out;
+                    outcome
+                }
+            };
             match (before, outcome.passed) {
                 (true, true) => run.kept += 1,
                 (true, false) if run.broken.len() < MAX_REGRESSIONS_SHOWN => {
@@ -202,7 +231,9 @@ impl SessionChecks {
     /// runs after edits.
     pub fn run_feature(&self, workspace: &Path) -> Option<CheckOutcome> {
         let (name, command) = self.commands.first().filter(|_| self.feature_check)?;
-        Some(run_command(workspace, name, command, self.timeout))
+        let (outcome, timed_out) = run_timed(workspace, name, command, self.timeout);
+        self.feature_timed_out.store(timed_out, Ordering::Relaxed);
+        Some(outcome)
     }
 
     /// Run every check in `workspace`, rules first.
@@ -286,9 +317,21 @@ const CHECK_ENV: &str = "unset BASH_ENV ENV PYTHONPATH PYTHONSTARTUP PYTHONHOME 
      PYTHONDONTWRITEBYTECODE=1; ";
 
 fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -> CheckOutcome {
+    run_timed(workspace, name, command, timeout).0
+}
+
+/// [`run_command`], and whether it timed out.
+fn run_timed(
+    workspace: &Path,
+    name: &str,
+    command: &str,
+    timeout: Duration,
+) -> (CheckOutcome, bool) {
     let line = format!("{CHECK_ENV}{command}");
+    let mut timed_out = false;
     let (passed, output) = match crate::confined::tools::run_shell(workspace, &line, timeout) {
         Ok(o) => {
+            timed_out = o.timed_out;
             let status = match (o.timed_out, o.exit_code) {
                 (true, _) => format!("[timed out after {} s]", timeout.as_secs()),
                 (false, Some(0)) => String::new(),
@@ -300,12 +343,13 @@ fn run_command(workspace: &Path, name: &str, command: &str, timeout: Duration) -
         }
         Err(e) => (false, format!("the harness could not run it: {e:#}")),
     };
-    CheckOutcome {
+    let outcome = CheckOutcome {
         name: name.to_string(),
         command: Some(command.to_string()),
         passed,
         output: progress::tail(output.trim_end(), TAIL_LINES),
-    }
+    };
+    (outcome, timed_out)
 }
 
 /// `output` with the workspace's path taken off the paths in it: a

@@ -891,6 +891,50 @@ fn files_as_found_that_an_attempt_wrote_back_unchanged_are_not_shown_again() {
 }
 
 #[test]
+fn an_attempt_that_hangs_costs_one_check_timeout_not_one_per_feature() {
+    // In a lift run the 1.5B model wrote a parser that looped forever: the
+    // harness ran the feature's check and then every other feature's on
+    // it, each to its 120 s timeout, until the session's wall time killed
+    // the worker; every later session tried that work first and was killed
+    // the same way. Once a check times out on a state, the rest are not run
+    // on it.
+    let env = Env::new();
+    let mut init = alpha_beta_gamma();
+    // The tests run m.py, so what m.py does, they do.
+    let test = "import sys\nsrc = open('m.py').read()\nexec(src)\nsys.exit(0 if sys.argv[1] in src else 1)\n";
+    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
+    calls.pop();
+    calls.push(write_file("t.py", test));
+    let model = env.model(json!({
+        "1": init,
+        "2": [block("print('alpha')"), done("Done.")],
+        "3": [block("import time\ntime.sleep(600)\nprint('alpha beta')"),
+              block("print('alpha beta')"), done("Done.")]
+    }));
+    let out = env.init("# Spec\nA tiny thing.\n", &model);
+    assert!(out.status.success(), "{}", text(&out));
+    set_whole_file(&env, &["retry_temperature = 0.8"]);
+    // Three checks timing out one after another (24 s) would outlast the
+    // session (20 s); one does not.
+    let toml = env.project().join("longrun.toml");
+    let settings = std::fs::read_to_string(&toml)
+        .unwrap()
+        .replacen("wall_time_secs = 1800", "wall_time_secs = 20", 1)
+        .replacen("\ntimeout_secs = 600\n", "\ntimeout_secs = 8\n", 1);
+    std::fs::write(&toml, settings).unwrap();
+    env.git(&["commit", "-qam", "whole-file, short checks"]);
+    let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    assert_eq!(worker_verdicts(&env), ["F001 accepted", "F002 accepted"]);
+    assert_eq!(env.requests(3).len(), 3);
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta')"
+    );
+}
+
+#[test]
 fn a_test_that_passes_at_the_start_unmarked_is_not_broken_by_a_harness_commit() {
     // One feature per test: tests often pass on main before the session
     // assigned to them has marked them. The harness judges a state against
