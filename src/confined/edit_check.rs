@@ -61,9 +61,7 @@ struct Best {
     summary: String,
     /// Features whose checks failed at the session's start and pass there.
     gained: Vec<String>,
-    /// Some feature that passed when the session started fails there.
-    breaks: bool,
-    /// Those features (the first few).
+    /// Features that passed when the session started and fail there (the first few).
     broken: Vec<String>,
     /// The feature's own check passes there (`score.passed` also asks
     /// that it breaks none).
@@ -156,7 +154,6 @@ impl EditCheck {
             step: 0,
             summary: failing_summary(outcome),
             gained: Vec::new(),
-            breaks: false,
             broken: Vec::new(),
             own_passed: false,
             echoed: false,
@@ -214,7 +211,6 @@ impl EditCheck {
             step,
             summary: summary.clone(),
             gained: others.gained.clone(),
-            breaks: !broken.is_empty(),
             broken: broken.iter().map(|(id, _)| id.clone()).collect(),
             own_passed: outcome.passed,
             echoed: false,
@@ -235,7 +231,7 @@ impl EditCheck {
         }
         if let Some(state) = state {
             let nearer = self.near.as_ref().is_none_or(|n| score > n.score);
-            if outcome.passed && state.breaks && self.commit_when_passing && nearer {
+            if outcome.passed && !state.broken.is_empty() && self.commit_when_passing && nearer {
                 self.near = Some(state.clone());
             }
             if before.as_ref().is_none_or(|b| score > b.score) {
@@ -311,7 +307,7 @@ impl EditCheck {
     pub fn best_passes_others(&self) -> Vec<String> {
         self.best
             .as_ref()
-            .filter(|b| !b.score.passed && !b.breaks && !b.as_found)
+            .filter(|b| !b.score.passed && b.broken.is_empty() && !b.as_found)
             .map(|b| b.gained.clone())
             .unwrap_or_default()
     }
