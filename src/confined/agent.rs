@@ -273,10 +273,13 @@ impl<'a> AgentLoop<'a> {
     /// The features the state this session leaves at its ref makes pass
     /// ([`crate::broker::WorkerReport::passes_others`]).
     pub fn passes_others(&self) -> Vec<String> {
-        self.edit_check
-            .as_ref()
-            .map(|e| e.best_passes_others())
-            .unwrap_or_default()
+        match (self.edit_check.as_ref(), self.harness.checks) {
+            (Some(edit_check), Some(checks)) => {
+                let at_start = checks.passing_at_start(&self.harness.ctx.workspace);
+                edit_check.kept_passes_others(at_start)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// A session ending with its check failing keeps its best state, when

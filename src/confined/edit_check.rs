@@ -300,16 +300,44 @@ impl EditCheck {
             .map(|b| b.summary.as_str())
     }
 
-    /// The features that failed at the session's start and pass on its best
-    /// state, when that state's own check fails and it breaks none that
-    /// passed: the state a session ending here keeps at its ref
-    /// ([`Self::keep_best`] puts it back when the last state did worse).
-    pub fn best_passes_others(&self) -> Vec<String> {
-        self.best
-            .as_ref()
+    /// The features that failed at the session's start and pass on the
+    /// state a session ending here keeps at its ref ([`Self::kept`]), when
+    /// its own check fails there and it breaks none that passed.
+    pub fn kept_passes_others(&self, at_start: u32) -> Vec<String> {
+        self.kept(at_start)
             .filter(|b| !b.score.passed && b.broken.is_empty() && !b.as_found)
             .map(|b| b.gained.clone())
             .unwrap_or_default()
+    }
+
+    /// The state a session ending here keeps at its ref: the one the next
+    /// attempt would build on ([`Self::to_build_on`]), else the best.
+    /// Near states used to die with their session: in the lift runs a
+    /// session's attempt passed its own test while breaking another, the
+    /// session ran out of time, its ref kept the file as found, and no
+    /// later session saw that attempt again. Kept, the next session of the
+    /// feature tries it first and its first attempt repairs it.
+    fn kept(&self, at_start: u32) -> Option<&Best> {
+        self.to_build_on(at_start, false).or(self.best.as_ref())
+    }
+
+    /// The state to build on, as `at_start` features passed at the start:
+    /// the best so far when it makes more of the other features' checks
+    /// pass than the start did and its own check still fails; or the best
+    /// whose own check passes while it breaks features that passed (what
+    /// is left is to repair those), whichever makes more features' checks
+    /// pass. `shown`: not one an attempt shown it wrote back unchanged.
+    fn to_build_on(&self, at_start: u32, shown: bool) -> Option<&Best> {
+        let fresh = |b: &&Best| !(shown && b.echoed);
+        let gaining = self.best.as_ref().filter(fresh).filter(|b| {
+            !b.score.passed && !b.gained.is_empty() && b.score.others_passing > at_start
+        });
+        let near = self.near.as_ref().filter(fresh);
+        match (gaining, near) {
+            (Some(g), Some(n)) if n.score.others_passing >= g.score.others_passing => Some(n),
+            (Some(g), _) => Some(g),
+            (None, n) => n,
+        }
     }
 
     /// What the last state checked broke, when its own check passed there.
@@ -332,32 +360,17 @@ impl EditCheck {
         self.found_echoed
     }
 
-    /// The state the next attempt builds on, as `names` are there: the best
-    /// so far when it makes more of the other features' checks pass than
-    /// the session's start (`at_start`: how many passed there) and its own
-    /// check still fails; or the best whose own check passes while it
-    /// breaks features that passed (the attempt is to repair those),
-    /// whichever makes more features' checks pass. Never one an attempt
-    /// shown it wrote back unchanged. Each file with its content (None:
-    /// absent there or not text), with what the state passes and breaks.
+    /// The state the next attempt builds on ([`Self::to_build_on`]; never
+    /// one an attempt shown it wrote back unchanged), as `names` are there:
+    /// each file with its content (None: absent there or not text), with
+    /// what the state passes and breaks.
     pub fn best_to_build_on(
         &self,
         workspace: &Path,
         at_start: u32,
         names: &[String],
     ) -> Option<BestFiles> {
-        let gaining = self.best.as_ref().filter(|b| {
-            !b.score.passed
-                && !b.echoed
-                && !b.gained.is_empty()
-                && b.score.others_passing > at_start
-        });
-        let near = self.near.as_ref().filter(|n| !n.echoed);
-        let best = match (gaining, near) {
-            (Some(g), Some(n)) if n.score.others_passing >= g.score.others_passing => n,
-            (Some(g), _) => g,
-            (None, n) => n?,
-        };
+        let best = self.to_build_on(at_start, true)?;
         let repo = Repository::open(workspace).ok()?;
         let tree = repo.find_tree(best.tree).ok()?;
         let files = names
@@ -406,9 +419,10 @@ impl EditCheck {
         Some(done)
     }
 
-    /// At the end of a session: when the last state does worse on the check
-    /// than the best one, commit the last state (so it stays in the history)
-    /// and then the best state on top. Returns what was done, for the record.
+    /// At the end of a session: when the last state is not the one to keep
+    /// ([`Self::kept`]) and does worse, commit the last state (so it stays in
+    /// the history) and then the kept state on top. Returns what was done,
+    /// for the record.
     /// `may_run`: the check may be run once more when the last state is unknown.
     pub fn keep_best(
         &mut self,
@@ -416,10 +430,14 @@ impl EditCheck {
         workspace: &Path,
         may_run: bool,
     ) -> anyhow::Result<Option<String>> {
-        let Some(best) = self.best.clone() else {
+        let at_start = checks.passing_at_start(workspace);
+        let Some(best) = self.kept(at_start).cloned() else {
             return Ok(None);
         };
         let fingerprint = fingerprint(workspace)?;
+        if snapshot(workspace)? == best.tree {
+            return Ok(None);
+        }
         let known = self.last.as_ref().filter(|c| c.fingerprint == fingerprint);
         let last = match known {
             Some(c) => (c.score, c.counts),
@@ -432,15 +450,26 @@ impl EditCheck {
             },
             None => return Ok(None),
         };
-        if last.0.passed || last.0 >= best.score {
+        // A near state is kept over any other whose own check fails: it
+        // scores below the files as found (it breaks what they pass).
+        let near = best.own_passed && !best.broken.is_empty();
+        if last.0.passed || (!near && last.0 >= best.score) {
             return Ok(None);
         }
-        let said = format!(
-            "the session's best state ({}, {}) in place of its last ({})",
-            describe(best.score, best.counts),
-            best.when(),
-            describe(last.0, last.1)
-        );
+        let said = match near {
+            true => format!(
+                "the session's state in which this feature's check passes (it breaks {}, {}) in place of its last ({})",
+                best.broken.join(", "),
+                best.when(),
+                describe(last.0, last.1)
+            ),
+            false => format!(
+                "the session's best state ({}, {}) in place of its last ({})",
+                describe(best.score, best.counts),
+                best.when(),
+                describe(last.0, last.1)
+            ),
+        };
         restore(workspace, best.tree, &said)?;
         Ok(Some(format!("kept {said}")))
     }

@@ -1087,6 +1087,54 @@ fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tes
 }
 
 #[test]
+fn a_session_ending_unaccepted_keeps_the_state_that_passes_its_check_for_the_next_to_repair() {
+    // In the lift runs a session's attempt passed its own test while
+    // breaking one that passed, later attempts did worse, the session ran
+    // out of steps and its ref kept the file as found: the attempt that came
+    // nearest died with its session. The ref keeps it now; the next session
+    // of that feature tries it and builds on it.
+    let env = Env::new();
+    let workers = json!({
+        "2": [block("print('alpha')"), done("Done.")],
+        // F002, four steps: 1 passes F002 and breaks F001; then worse ones.
+        "3": [block("print('beta')"), block("print('nothing')"),
+              block("print('nothing 2')"), block("print('nothing 3')")],
+        // F002 again: 1 from the file as found, 2 anew, 3 on session 3's state.
+        "4": [block("print('x')"), block("print('y')"),
+              block("print('alpha beta')"), done("Done.")]
+    });
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 3);
+
+    let at_ref = |rev: &str| env.git(&["show", &format!("refs/longrun/sessions/0003{rev}:m.py")]);
+    assert_eq!(at_ref("").trim(), "print('beta')");
+    assert_eq!(at_ref("~1").trim(), "print('nothing 3')");
+    let subject = env.git(&["log", "-1", "--format=%s", "refs/longrun/sessions/0003"]);
+    assert!(
+        subject.starts_with("Restore the session's state in which this feature's check passes (it breaks F001, after step 1) in place of its last (failing)"),
+        "{subject}"
+    );
+    let requests = env.requests(4);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let third = user_texts(&requests[2]).last().unwrap().clone();
+    assert!(third.contains("m.py\n```\nprint('beta')\n```"), "{third}");
+    assert!(
+        third.contains("Change it so that F001 pass again, keeping this feature's test"),
+        "{third}"
+    );
+    assert!(notices(&env, 4)
+        .iter()
+        .any(|n| n.starts_with("tried the work of session(s) 3 (not accepted)")));
+    assert_eq!(
+        worker_verdicts(&env),
+        ["F001 accepted", "F002 incomplete", "F002 accepted"]
+    );
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha beta')"
+    );
+}
+
+#[test]
 fn a_best_state_the_model_writes_back_unchanged_is_not_shown_again() {
     // Shown an earlier session's parser, the 1.5B model wrote it back, byte
     // for byte, at every attempt that was shown it.
