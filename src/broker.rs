@@ -133,9 +133,11 @@ pub struct WorkerReport {
     pub reason: Option<String>,
     pub steps: u32,
     /// Features not passing at the session's start whose checks passed, in
-    /// the session's own sandbox, on the state it leaves at its ref without
-    /// breaking one that passed (its own check failing there): which
-    /// feature to take next, a hint and never a verdict. The orchestrator
+    /// the session's own sandbox, on the state it leaves at its ref: when
+    /// that state breaks none that passed (its own check failing there),
+    /// the others it makes pass; when its own check passes there while it
+    /// breaks one that passed, its own feature first (one repair from
+    /// done). Which feature to take next, a hint and never a verdict. The orchestrator
     /// keeps only ids of open features; the session that takes one tries
     /// this work first and is verified like any other.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

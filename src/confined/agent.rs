@@ -276,7 +276,7 @@ impl<'a> AgentLoop<'a> {
         match (self.edit_check.as_ref(), self.harness.checks) {
             (Some(edit_check), Some(checks)) => {
                 let at_start = checks.passing_at_start(&self.harness.ctx.workspace);
-                edit_check.kept_passes_others(at_start)
+                edit_check.kept_passes_others(at_start, checks.feature_id())
             }
             _ => Vec::new(),
         }

@@ -301,13 +301,25 @@ impl EditCheck {
     }
 
     /// The features that failed at the session's start and pass on the
-    /// state a session ending here keeps at its ref ([`Self::kept`]), when
-    /// its own check fails there and it breaks none that passed.
-    pub fn kept_passes_others(&self, at_start: u32) -> Vec<String> {
-        self.kept(at_start)
-            .filter(|b| !b.score.passed && b.broken.is_empty() && !b.as_found)
-            .map(|b| b.gained.clone())
-            .unwrap_or_default()
+    /// state a session ending here keeps at its ref ([`Self::kept`]): when
+    /// it breaks none that passed, those it gains; when it is the near
+    /// state, `own` (the session's feature) first, then those it gains, so
+    /// that the next session takes this feature while its work is among the
+    /// latest offered.
+    pub fn kept_passes_others(&self, at_start: u32, own: Option<&str>) -> Vec<String> {
+        let Some(kept) = self
+            .kept(at_start)
+            .filter(|b| !b.score.passed && !b.as_found)
+        else {
+            return Vec::new();
+        };
+        match (kept.broken.is_empty(), kept.own_passed, own) {
+            (true, _, _) => kept.gained.clone(),
+            (false, true, Some(own)) => std::iter::once(own.to_string())
+                .chain(kept.gained.iter().cloned())
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// The state a session ending here keeps at its ref: the one the next

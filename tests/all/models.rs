@@ -1103,8 +1103,14 @@ fn a_session_ending_unaccepted_keeps_the_state_that_passes_its_check_for_the_nex
         "4": [block("print('x')"), block("print('y')"),
               block("print('alpha beta')"), done("Done.")]
     });
-    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 3);
+    let out = whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 3);
 
+    // Its worker reports the feature one repair from done: it goes next.
+    let said = text(&out);
+    assert!(
+        said.contains("session 4 takes F002: the worker of session 3 (not accepted) reported that its work passes this feature's check; it is tried first"),
+        "{said}"
+    );
     let at_ref = |rev: &str| env.git(&["show", &format!("refs/longrun/sessions/0003{rev}:m.py")]);
     assert_eq!(at_ref("").trim(), "print('beta')");
     assert_eq!(at_ref("~1").trim(), "print('nothing 3')");
