@@ -863,4 +863,74 @@ mod tests {
         assert!(s(false, 3, 0) > s(false, 2, 9));
         assert!(s(false, 2, 7) > s(false, 2, 0));
     }
+
+    /// A state for [`the_state_kept_is_the_one_to_build_on`]: `others`
+    /// features' checks passing, `gained` and `broken` named.
+    fn state(others: u32, own: bool, gained: &[&str], broken: &[&str], tree: u8) -> Best {
+        Best {
+            score: Score {
+                passed: own && broken.is_empty(),
+                others_passing: others,
+                tests_passing: u32::from(own),
+            },
+            counts: None,
+            tree: Oid::from_bytes(&[tree; 20]).unwrap(),
+            step: 1,
+            summary: String::new(),
+            gained: gained.iter().map(|g| g.to_string()).collect(),
+            broken: broken.iter().map(|b| b.to_string()).collect(),
+            own_passed: own,
+            echoed: false,
+            as_found: false,
+        }
+    }
+
+    #[test]
+    fn the_state_kept_is_the_one_to_build_on() {
+        // Four features passed at the start.
+        let found = Best {
+            as_found: true,
+            ..state(4, false, &[], &[], 1)
+        };
+        let near = state(3, true, &[], &["F001"], 2);
+        let gaining = state(6, false, &["F007", "F008"], &[], 3);
+        let check = |best: &Best, near: Option<&Best>| EditCheck {
+            best: Some(best.clone()),
+            near: near.cloned(),
+            ..EditCheck::default()
+        };
+
+        // Nothing better than the files as found: they stay, no hint.
+        let only_found = check(&found, None);
+        assert_eq!(only_found.kept(4).map(|b| b.tree), Some(found.tree));
+        assert!(only_found.kept_passes_others(4, Some("F002")).is_empty());
+        // A near state beats the files as found, though it scores lower:
+        // kept, and its own feature is hinted first.
+        let with_near = check(&found, Some(&near));
+        assert_eq!(with_near.kept(4).map(|b| b.tree), Some(near.tree));
+        assert_eq!(with_near.kept_passes_others(4, Some("F002")), ["F002"]);
+        // A best that gains more features than the near state keeps: the best.
+        let both = check(&gaining, Some(&near));
+        assert_eq!(both.kept(4).map(|b| b.tree), Some(gaining.tree));
+        assert_eq!(both.kept_passes_others(4, Some("F002")), ["F007", "F008"]);
+        // A near state that also gains, passing as many: it, its feature first.
+        let near_gaining = state(6, true, &["F007", "F008", "F009"], &["F001"], 4);
+        let both = check(&gaining, Some(&near_gaining));
+        assert_eq!(both.kept(4).map(|b| b.tree), Some(near_gaining.tree));
+        assert_eq!(
+            both.kept_passes_others(4, Some("F002")),
+            ["F002", "F007", "F008", "F009"]
+        );
+        // Echoed or not, the kept state is the same (echoing only stops
+        // showing it to this session's attempts).
+        let echoed = Best {
+            echoed: true,
+            ..near.clone()
+        };
+        assert_eq!(
+            check(&found, Some(&echoed)).kept(4).map(|b| b.tree),
+            Some(near.tree)
+        );
+        assert!(check(&found, Some(&echoed)).to_build_on(4, true).is_none());
+    }
 }
