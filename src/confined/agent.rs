@@ -843,15 +843,19 @@ impl<'a> AgentLoop<'a> {
             found.push((name, body, mode));
         }
         let mut tried = Vec::new();
+        let mut seen: Vec<Vec<&(String, String)>> = Vec::new();
         for earlier in work {
             let files: Vec<&(String, String)> = earlier
                 .files
                 .iter()
                 .filter(|(path, _)| names.contains(path))
                 .collect();
-            if files.is_empty() {
+            // A session keeps the state it tried from an earlier one when
+            // that is the one to build on: the same files, checked once.
+            if files.is_empty() || seen.contains(&files) {
                 continue;
             }
+            seen.push(files.clone());
             for (path, text) in &files {
                 let mode = found.iter().find(|f| f.0 == path).map_or(0o644, |f| f.2);
                 tree.write(Path::new(path), text.as_bytes(), mode)?;

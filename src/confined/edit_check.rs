@@ -216,7 +216,10 @@ impl EditCheck {
             echoed: false,
             as_found: false,
         });
-        if self.commit_when_passing {
+        // Step 0 is the harness trying earlier sessions' work, not an
+        // attempt: two of them may hold the same state (a session keeps
+        // the near state it tried), and that is no echo.
+        if self.commit_when_passing && step > 0 {
             // A state shown to an attempt (only when the harness commits)
             // written back as it was, no better: not shown again.
             let tree = state.as_ref().map(|s| s.tree);

@@ -1141,6 +1141,51 @@ fn a_session_ending_unaccepted_keeps_the_state_that_passes_its_check_for_the_nex
 }
 
 #[test]
+fn the_same_state_kept_by_two_sessions_is_tried_once_and_built_on() {
+    // In the lift run two sessions of one feature kept the same near
+    // state (the second tried the first's and did no better); the third
+    // tried that state twice, took the second try for an attempt writing it
+    // back, and never built on it.
+    let env = Env::new();
+    let workers = json!({
+        "2": [block("print('alpha')"), done("Done.")],
+        // F002: 1 passes F002 and breaks F001; then worse ones.
+        "3": [block("print('beta')"), block("print('n1')"),
+              block("print('n2')"), block("print('n3')")],
+        // F002 again: tries session 3's state; 3 builds on it and writes it back.
+        "4": [block("print('x')"), block("print('y')"),
+              block("print('beta')"), block("print('z')")],
+        // F002 a third time: sessions 4 and 3 hold the same state.
+        "5": [block("print('x')"), block("print('y')"),
+              block("print('alpha beta')"), done("Done.")]
+    });
+    whole_file_run(&env, workers, &["retry_temperature = 0.8"], Some(4), 4);
+
+    for session in ["0003", "0004"] {
+        let at_ref = env.git(&["show", &format!("refs/longrun/sessions/{session}:m.py")]);
+        assert_eq!(at_ref.trim(), "print('beta')", "session {session}");
+    }
+    assert!(
+        notices(&env, 5).iter().any(|n| n
+            .starts_with("tried the work of session(s) 4 (not accepted)")
+            && n.ends_with("the attempts that build on the best state start from it")),
+        "{:#?}",
+        notices(&env, 5)
+    );
+    let third = user_texts(&env.requests(5)[2]).last().unwrap().clone();
+    assert!(third.contains("m.py\n```\nprint('beta')\n```"), "{third}");
+    assert_eq!(
+        worker_verdicts(&env),
+        [
+            "F001 accepted",
+            "F002 incomplete",
+            "F002 incomplete",
+            "F002 accepted"
+        ]
+    );
+}
+
+#[test]
 fn a_best_state_the_model_writes_back_unchanged_is_not_shown_again() {
     // Shown an earlier session's parser, the 1.5B model wrote it back, byte
     // for byte, at every attempt that was shown it.
