@@ -14,7 +14,7 @@ use super::checks::{self, SessionChecks};
 use super::context::{ContextPolicy, Conversation};
 use super::edit_check::EditCheck;
 use super::loops::LoopDetector;
-use super::prompt;
+use super::prompt::{self, AttemptSystem};
 use super::skills::{self, Skill};
 use super::subagent;
 use super::text_calls;
@@ -48,8 +48,8 @@ pub struct Harness<'a> {
     /// message the next attempt starts from, given what the best attempt's
     /// check said and the attempt's number (None: no file to write).
     pub attempt: Option<&'a Attempt<'a>>,
-    /// The system prompt of those attempts.
-    pub attempt_system: Option<&'a str>,
+    /// The system prompts of those attempts.
+    pub attempt_system: Option<&'a AttemptSystem>,
 }
 
 /// Makes the message a whole-file session's next attempt starts from,
@@ -409,7 +409,10 @@ impl<'a> AgentLoop<'a> {
             request.temperature = self.temperature;
             if let Some(system) = self.harness.attempt_system.filter(|_| self.attempting) {
                 request.tools.clear();
-                request.system = system.to_string();
+                request.system = match self.attempts {
+                    0 => system.first.clone(),
+                    _ => system.later.clone(),
+                };
                 request.stop = attempt_stops();
             }
             match self.ask(link, request)? {

@@ -42,23 +42,47 @@ pub fn system_prompt(config: &WorkerConfig, workspace: &Path, skills: &[Skill]) 
     text
 }
 
-/// The system prompt of a whole-file session's attempts: what to answer,
-/// and the repo's AGENTS.md and CLAUDE.md. The worker's template, its tools
-/// and its workflow are left out: in an attempt the harness writes the files,
-/// runs the check and commits, and a small model answers better the less
-/// there is besides the task (the bare model, one request and no system
-/// prompt, did better than the whole worker prompt).
-/// `files`: the session's [`files_to_change`].
-pub fn attempt_system_prompt(config: &WorkerConfig, workspace: &Path, files: &[String]) -> String {
-    let mut text = format!(
+/// The system prompts of a whole-file session's attempts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptSystem {
+    /// The first attempt's: only the repo's AGENTS.md and CLAUDE.md (often
+    /// nothing, and then the request has no system message and the model
+    /// gets its chat template's own). The first attempt is sampled at the
+    /// session's temperature, so it is the one answer a bare request would
+    /// get, plus what the check says: replayed at temperature 0, the first
+    /// requests of six lift sessions (three tasks, the 0.5B and 1.5B Qwen
+    /// coders) passed as many tests or more without longrun's role line in
+    /// all six, and more in three (0.5B wordfreq 4 of 8 against 0, 1.5B
+    /// slugify_js 7 of 9 against 4).
+    pub first: String,
+    /// The later attempts': what to answer, and the repo's AGENTS.md and
+    /// CLAUDE.md. The worker's template, its tools and its workflow are left
+    /// out: in an attempt the harness writes the files, runs the check and
+    /// commits, and a small model answers better the less there is besides
+    /// the task. Sampled at the retry temperature, the 1.5B model's answers
+    /// passed more tests with this line than without it (37 against 23 over
+    /// nine replayed samples).
+    pub later: String,
+}
+
+/// [`AttemptSystem`] for a session. `files`: the session's [`files_to_change`].
+pub fn attempt_system_prompts(
+    config: &WorkerConfig,
+    workspace: &Path,
+    files: &[String],
+) -> AttemptSystem {
+    let agents = agents_md(workspace, config.harness.agents_md_bytes);
+    let later = format!(
         "You write code for a software project. Each message gives you one feature, \
          the files it names as they are, and what the feature's check says. Reply with the complete new content of \
          each file you change, {}. Write whole files, never leaving parts out. No commands and no tool calls: the harness writes the files, \
-         runs the check and commits.\n",
+         runs the check and commits.\n{agents}",
         block_form(files)
     );
-    text.push_str(&agents_md(workspace, config.harness.agents_md_bytes));
-    text
+    AttemptSystem {
+        first: agents.trim_start().to_string(),
+        later,
+    }
 }
 
 /// The form of a file block, in words, with the session's first file to

@@ -158,7 +158,7 @@ fn run_agent(
         prompt::attempt_message(config, &files, &files_to_change, &failing, n, kind)
     };
     let retries = whole_file && config.harness.retry_temperature.is_some();
-    let attempt_system = prompt::attempt_system_prompt(config, &ctx.workspace, &files_to_change);
+    let attempt_system = prompt::attempt_system_prompts(config, &ctx.workspace, &files_to_change);
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
@@ -169,7 +169,7 @@ fn run_agent(
         files_to_change: &files_to_change,
         refocus: whole_file.then_some(&refocus as &Refocus),
         attempt: retries.then_some(&attempt as &Attempt),
-        attempt_system: retries.then_some(attempt_system.as_str()),
+        attempt_system: retries.then_some(&attempt_system),
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
     // Attempts start at the first: the files and what the check says.

@@ -557,7 +557,8 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
 }
 
 /// The prompt says the form of a file block in words, with the file to
-/// change; a block headed by a directory before that file's name (the
+/// change (the later attempts' system prompt also gives it as an example
+/// header, unit-tested in `prompt.rs`); a block headed by a directory before that file's name (the
 /// 1.5B model wrote `path/to/roman.py`, copying an example) is that file.
 #[test]
 fn a_block_headed_by_a_directory_before_the_files_name_is_that_file() {
@@ -569,10 +570,13 @@ fn a_block_headed_by_a_directory_before_the_files_name_is_that_file() {
     ]);
     run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
     let requests = env.requests(2);
-    let system = requests[0]["system"].as_str().unwrap_or_default();
+    // The first attempt has no system prompt of longrun's; its message
+    // names the file and the form.
+    let message = messages(&requests[0]);
+    let text = message[0]["content"].as_str().unwrap_or_default();
     assert!(
-        system.contains("the file's path alone on one line (for example `m.py`), then a fenced code block (```python)"),
-        "{system}"
+        text.contains("Reply with the complete new `m.py`: one fenced code block per file, the file's path alone on the line before it."),
+        "{text}"
     );
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
     assert_eq!(env.git(&["show", "main:m.py"]).trim(), "print('a b')");
@@ -672,14 +676,18 @@ fn an_attempt_that_writes_no_file_starts_the_next_and_attempts_list_no_tools() {
 
     let requests = env.requests(2);
     assert_eq!(requests.len(), 4, "{requests:#?}");
-    for request in &requests[..3] {
+    for (i, request) in requests[..3].iter().enumerate() {
         let tools = request["tools"].as_array().map_or(0, Vec::len);
         assert_eq!(tools, 0, "an attempt lists no tools: {request:#}");
         let system = request["system"].as_str().unwrap_or("");
-        assert!(
-            system.starts_with("You write code for a software project."),
-            "an attempt's own system prompt: {system}"
-        );
+        match i {
+            // The first is asked as a bare request would be: no role line.
+            0 => assert_eq!(system, "", "the first attempt's system prompt"),
+            _ => assert!(
+                system.starts_with("You write code for a software project."),
+                "a later attempt's own system prompt: {system}"
+            ),
+        }
     }
     let third = &requests[2];
     assert_eq!(third["temperature"], 0.8, "{third:#}");
@@ -1402,6 +1410,52 @@ fn a_check_that_already_passes_at_the_start_is_marked_done_without_a_model_call(
 
 /// An initializer's script: one feature, `m.py` (a stub) must say a and b,
 /// checked by `python3 t.py`, two unittest tests.
+#[test]
+fn the_first_attempt_is_asked_as_a_bare_request_with_the_projects_instructions() {
+    // Replayed at temperature 0, the first requests of lift sessions passed
+    // as many tests or more without longrun's role line: the first attempt
+    // has none, and only the project's AGENTS.md is its system prompt.
+    let env = Env::new();
+    let test = "import unittest\nbody = open('m.py').read()\n\n\
+                class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a b', body)\n\n\
+                unittest.main()\n";
+    let init = one_file_feature(
+        "Make m.py say a b",
+        "python3 t.py",
+        &[
+            ("m.py", "pass\n"),
+            ("t.py", test),
+            ("AGENTS.md", "Use tabs.\n"),
+        ],
+    );
+    let worker = json!([
+        done("m.py\n```python\nprint('a')\n```\n"),
+        done("m.py\n```python\nprint('a b')\n```\n"),
+        done("Done.")
+    ]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+
+    let requests = env.requests(2);
+    let system = |i: usize| requests[i]["system"].as_str().unwrap_or("").to_string();
+    assert_eq!(
+        system(0),
+        "## The project's instructions (AGENTS.md)\n\nUse tabs.\n",
+        "{:#}",
+        requests[0]
+    );
+    assert!(
+        system(1).starts_with("You write code for a software project."),
+        "{}",
+        system(1)
+    );
+    assert!(
+        system(1).ends_with("## The project's instructions (AGENTS.md)\n\nUse tabs.\n"),
+        "{}",
+        system(1)
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+}
+
 fn m_py_says_a_and_b() -> Value {
     let test = "import unittest\nbody = open('m.py').read()\n\n\
                 class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
