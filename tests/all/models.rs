@@ -558,8 +558,9 @@ fn a_whole_file_models_failed_attempt_starts_the_next_from_the_files_and_the_bes
 
 /// The prompt says the form of a file block in words, with the file to
 /// change (the later attempts' system prompt also gives it as an example
-/// header, unit-tested in `prompt.rs`); a block headed by a directory before that file's name (the
-/// 1.5B model wrote `path/to/roman.py`, copying an example) is that file.
+/// header, unit-tested in `prompt.rs`); a block headed by a directory
+/// before that file's name (the 1.5B model wrote `path/to/roman.py`,
+/// copying an example) is that file.
 #[test]
 fn a_block_headed_by_a_directory_before_the_files_name_is_that_file() {
     let env = Env::new();
@@ -1408,8 +1409,6 @@ fn a_check_that_already_passes_at_the_start_is_marked_done_without_a_model_call(
         .contains("\"passes\": true"));
 }
 
-/// An initializer's script: one feature, `m.py` (a stub) must say a and b,
-/// checked by `python3 t.py`, two unittest tests.
 #[test]
 fn the_first_attempt_is_asked_as_a_bare_request_with_the_projects_instructions() {
     // Replayed at temperature 0, the first requests of lift sessions passed
@@ -1456,6 +1455,8 @@ fn the_first_attempt_is_asked_as_a_bare_request_with_the_projects_instructions()
     assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
 }
 
+/// An initializer's script: one feature, `m.py` (a stub) must say a and b,
+/// checked by `python3 t.py`, two unittest tests.
 fn m_py_says_a_and_b() -> Value {
     let test = "import unittest\nbody = open('m.py').read()\n\n\
                 class T(unittest.TestCase):\n    def test_a(self):\n        self.assertIn('a', body)\n\n\
