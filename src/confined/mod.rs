@@ -18,6 +18,7 @@ mod loops;
 mod prompt;
 mod skills;
 mod subagent;
+mod test_imports;
 mod text_calls;
 mod text_edits;
 mod todos;

@@ -479,7 +479,7 @@ impl<'a> Runner<'a> {
             };
             if let Some(missing) = missing_program(exists, &step.command) {
                 outcome = Outcome::CannotRun(missing);
-            } else if let Some(why) = module_off_the_path(exists, &ran.output_tail) {
+            } else if let Some(why) = module_off_the_path(exists, &step.command, &ran.output_tail) {
                 outcome = Outcome::CannotRun(why);
             }
         }
@@ -614,10 +614,16 @@ fn how(outcome: &Outcome) -> String {
 
 /// A check's Python failed to import a module that is right there in the
 /// checkout: checks run with `PYTHONSAFEPATH=1` (so that a file a session
-/// plants cannot shadow what the test runner imports), and then `python3
-/// -m unittest test_x.TestX.test_a` cannot import `test_x` from the working
-/// directory. Says so, and what works instead.
-fn module_off_the_path(exists: impl Fn(&str) -> bool, output: &str) -> Option<String> {
+/// plants cannot shadow what the test runner imports), and then neither
+/// `python3 -m unittest test_x.TestX.test_a` nor `python3 tests/test_x.py`
+/// can import a module from the working directory. Says so, and what
+/// works instead: unittest discovery of the test file the check runs (or
+/// of the module it could not import), or pytest.
+fn module_off_the_path(
+    exists: impl Fn(&str) -> bool,
+    command: &str,
+    output: &str,
+) -> Option<String> {
     const MARK: &str = "ModuleNotFoundError: No module named '";
     let at = output.find(MARK)? + MARK.len();
     let name = output[at..].split('\'').next()?;
@@ -626,10 +632,28 @@ fn module_off_the_path(exists: impl Fn(&str) -> bool, output: &str) -> Option<St
     if !valid || !(exists(&format!("{top}.py")) || exists(top)) {
         return None;
     }
+    // `python3 tests/test_x.py`: the script is the test file to discover.
+    let script = command
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
+        .find(|w| w.ends_with(".py") && exists(w));
+    let (how, run) = match script.map(|s| s.rsplit_once('/').unwrap_or(("", s))) {
+        Some(("", file)) => (
+            format!("`python3 {file}` cannot import it"),
+            format!("`python3 -m unittest discover -p '{file}'`"),
+        ),
+        Some((dir, file)) => (
+            format!("`python3 {dir}/{file}` cannot import it"),
+            format!("`python3 -m unittest discover -s {dir} -t . -p '{file}'`"),
+        ),
+        None => (
+            format!("`python3 -m unittest {top}...` finds nothing there"),
+            format!("`python3 -m unittest discover -p '{top}.py'`"),
+        ),
+    };
     Some(format!(
         "Python cannot import `{name}` from the working directory: checks run with \
-         PYTHONSAFEPATH=1, so `python3 -m unittest {top}...` finds nothing there; let unittest \
-         find the tests instead: `python3 -m unittest discover -p '{top}.py'` (add \
+         PYTHONSAFEPATH=1, so {how}; let unittest find the tests instead: {run} (add \
          `-k '*.TestClass.test_name'` for one test), or use pytest with the file's path"
     ))
 }
@@ -650,7 +674,8 @@ mod tests {
         let output = "ERROR: test_duration (unittest.loader._FailedTest.test_duration)\n\
                       ModuleNotFoundError: No module named 'test_duration'\n\nFAILED (errors=1)";
         let here = |p: &str| p == "test_duration.py";
-        let why = module_off_the_path(here, output).unwrap();
+        let check = "python3 -m unittest -v test_duration.T.test_a";
+        let why = module_off_the_path(here, check, output).unwrap();
         assert!(
             why.starts_with("Python cannot import `test_duration` from the working directory")
                 && why.contains("python3 -m unittest discover -p 'test_duration.py'"),
@@ -658,8 +683,32 @@ mod tests {
         );
         // A module the project does not hold is the check's own failure.
         let output = "ModuleNotFoundError: No module named 'requests'";
-        assert_eq!(module_off_the_path(here, output), None);
-        assert_eq!(module_off_the_path(here, "FAILED (failures=1)"), None);
+        assert_eq!(module_off_the_path(here, check, output), None);
+        assert_eq!(
+            module_off_the_path(here, check, "FAILED (failures=1)"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_test_script_that_cannot_import_the_code_beside_it_is_discovered_instead() {
+        // `python3 test_greet.py` runs, but `from greet import greet` fails:
+        // the file to discover is the script, not the module it imports.
+        let output = "  File \"test_greet.py\", line 3, in <module>\n\
+                      ModuleNotFoundError: No module named 'greet'";
+        let here = |p: &str| matches!(p, "greet.py" | "test_greet.py" | "tests/test_greet.py");
+        let why = module_off_the_path(here, "python3 test_greet.py", output).unwrap();
+        assert!(
+            why.contains("so `python3 test_greet.py` cannot import it")
+                && why.contains("`python3 -m unittest discover -p 'test_greet.py'`"),
+            "{why}"
+        );
+        let why =
+            module_off_the_path(here, "cd . && python3 'tests/test_greet.py' -v", output).unwrap();
+        assert!(
+            why.contains("`python3 -m unittest discover -s tests -t . -p 'test_greet.py'`"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -1822,3 +1822,113 @@ fn renaming_a_directory_from_the_checkout_gets_a_hint_and_mv_still_moves_it() {
     assert!(ref_files.contains("pkg/m.py"), "{ref_files}");
     assert!(!ref_files.contains("lib/m.py"), "{ref_files}");
 }
+
+/// An initializer whose one feature F001 (`description`, `check`, a step
+/// that names no file) comes with `files` written beside it.
+fn feature_naming_no_file(description: &str, check: &str, files: &[(&str, &str)]) -> Value {
+    let list = serde_json::to_string_pretty(&json!({"features": [
+        {"id": "F001", "category": "functional", "description": description,
+         "steps": ["make the check pass"], "check": check, "passes": false}
+    ]}))
+    .unwrap();
+    let mut init = initializer(&list);
+    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
+    calls.extend(files.iter().map(|(path, body)| write_file(path, body)));
+    init
+}
+
+/// unittest tests of `greet(name)`, imported from the module `greet`.
+const TEST_GREET: &str = "import unittest\n\nfrom greet import greet\n\n\n\
+    class TestGreet(unittest.TestCase):\n    def test_name(self):\n        \
+    self.assertEqual(greet('Ada'), 'Hello, Ada!')\n";
+
+/// An answer as the 0.5B model often writes one: the code, no path line.
+const GREET_ANSWER: &str =
+    "Here is the implementation:\n\n```python\ndef greet(name):\n    return f'Hello, {name}!'\n```\n";
+
+#[test]
+fn a_feature_naming_no_file_is_shown_and_asked_for_the_module_its_test_imports() {
+    // A hand-written feature list: "Greet people by name", checked by
+    // `python3 test_greet.py`. The file to change is the one the test
+    // imports; a small model told only "make the check pass" does not look.
+    let env = Env::new();
+    let stub = "def greet(name):\n    raise NotImplementedError\n";
+    let init = feature_naming_no_file(
+        "Greet people by name",
+        "python3 -m unittest discover -v -p test_greet.py",
+        &[("greet.py", stub), ("test_greet.py", TEST_GREET)],
+    );
+    let worker = json!([done(GREET_ANSWER), done("Done.")]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+
+    let first = user_texts(&env.requests(2)[0])[0].clone();
+    assert!(
+        first.contains(&format!("To change:\n\ngreet.py\n```\n{}```", stub)),
+        "{first}"
+    );
+    assert!(
+        first.contains("`test_greet.py`, read-only:\n```\nimport unittest"),
+        "the test is shown for reference: {first}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert!(env
+        .git(&["show", "main:greet.py"])
+        .contains("return f'Hello, {name}!'"));
+}
+
+#[test]
+fn a_file_the_feature_names_that_does_not_exist_yet_is_the_one_to_write() {
+    // No stub: the feature says which file to write and the test imports it.
+    let env = Env::new();
+    let init = feature_naming_no_file(
+        "Write greet(name) in greet.py: 'Hello, <name>!'",
+        "python3 -m unittest discover -v -p test_greet.py",
+        &[("test_greet.py", TEST_GREET)],
+    );
+    let worker = json!([done(GREET_ANSWER), done("Done.")]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+
+    let first = user_texts(&env.requests(2)[0])[0].clone();
+    assert!(
+        first.contains("To change:\n\n`greet.py`: it does not exist yet; write it whole."),
+        "{first}"
+    );
+    assert!(
+        first.contains("Write `greet.py` so that every test passes."),
+        "{first}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert!(env
+        .git(&["show", "main:greet.py"])
+        .contains("return f'Hello, {name}!'"));
+}
+
+#[test]
+fn a_javascript_tests_relative_require_names_the_file_to_write() {
+    // `node --test slug.test.js`, whose test requires './slug': slug.js,
+    // not there yet, is the file; a block of JavaScript without its path is it.
+    let env = Env::new();
+    let test = "'use strict';\nconst test = require('node:test');\nconst assert = require('node:assert');\n\
+                const { slug } = require('./slug');\n\n\
+                test('dashes', () => {\n  assert.strictEqual(slug('Hello World'), 'hello-world');\n});\n";
+    let init = feature_naming_no_file(
+        "Titles become slugs",
+        "node --test slug.test.js",
+        &[("slug.test.js", test)],
+    );
+    let answer = "```javascript\n'use strict';\n\
+                  function slug(t) {\n  return t.toLowerCase().split(' ').join('-');\n}\n\
+                  module.exports = { slug };\n```\n";
+    let worker = json!([done(answer), done("Done.")]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+
+    let first = user_texts(&env.requests(2)[0])[0].clone();
+    assert!(
+        first.contains("`slug.js`: it does not exist yet; write it whole."),
+        "{first}"
+    );
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert!(env
+        .git(&["show", "main:slug.js"])
+        .contains("function slug(t)"));
+}
