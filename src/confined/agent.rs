@@ -496,6 +496,20 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
+    /// The files to change written in blocks not headed by their path, for
+    /// an answer with no headed block: the one file's block in its language
+    /// ([`text_edits::unnamed_block_for`]), else the looser forms of
+    /// [`text_edits::loose_blocks`].
+    fn unheaded_blocks(&self, text: &str) -> Vec<text_edits::FileBlock> {
+        let files = self.harness.files_to_change;
+        if let [file] = files {
+            if let Some(b) = text_edits::unnamed_block_for(text, file) {
+                return vec![b];
+            }
+        }
+        text_edits::loose_blocks(text, files)
+    }
+
     /// Tool calls the model wrote in its text, and (in whole-file mode) file
     /// blocks headed by a path, as calls to run; None when there are none.
     fn recover(&self, text: &str) -> Option<Recovery> {
@@ -538,17 +552,19 @@ impl<'a> AgentLoop<'a> {
         }
         // Asked for its one file, a small model often writes the code
         // without the path line: a block in that file's language is that file.
-        if let (true, [file]) = (
-            found.is_empty() && elided.is_empty() && whole_file,
-            self.harness.files_to_change,
-        ) {
-            if let Some(b) = text_edits::unnamed_block_for(text, file) {
+        // Nor do small models always head a block the usual way.
+        if found.is_empty() && elided.is_empty() && whole_file {
+            for b in self.unheaded_blocks(text) {
+                let now = std::fs::read(self.harness.ctx.workspace.join(&b.path)).ok();
                 match b.elided {
                     true => elided.push(b.path),
+                    false if now.as_deref() == Some(b.content.as_bytes()) => {}
                     false => {
                         let args = serde_json::json!({"path": b.path, "content": b.content});
                         found.push((b.span, call("write_file", args.to_string())));
-                        found_in.push(FILE_BLOCK);
+                        if !found_in.contains(&FILE_BLOCK) {
+                            found_in.push(FILE_BLOCK);
+                        }
                     }
                 }
             }
@@ -717,8 +733,12 @@ impl<'a> AgentLoop<'a> {
             .into_iter()
             .map(|b| (self.file_to_change(b.path), b.content))
             .collect::<Vec<_>>();
-        if let (true, [file]) = (blocks.is_empty(), self.harness.files_to_change) {
-            blocks.extend(text_edits::unnamed_block_for(answer, file).map(|b| (b.path, b.content)));
+        if blocks.is_empty() {
+            blocks.extend(
+                self.unheaded_blocks(answer)
+                    .into_iter()
+                    .map(|b| (b.path, b.content)),
+            );
         }
         let unchanged = blocks.iter().any(|(path, content)| same(path, content));
         if let Some(edit_check) = self.edit_check.as_mut().filter(|_| unchanged) {

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::text_calls::fences;
+use super::text_calls::{fences, Fence};
 
 /// A file's whole new content, as the model wrote it.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +125,137 @@ pub fn unnamed_block_for(text: &str, file: &str) -> Option<FileBlock> {
         elided: ELISION.as_ref().is_some_and(|re| re.is_match(&content)),
         content,
         span: block.span,
+    })
+}
+
+/// The session's files to change written in blocks not headed the usual
+/// way, for an answer in which [`file_blocks`] and [`unnamed_block_for`]
+/// found none. In the lift runs a fifth of the small models' answers had
+/// their code in such blocks and wrote nothing:
+///
+/// - the path on the block's first line, bare, bracketed or as a comment
+///   (```` ``` ````, `# duration.py`, code; or `[duration.py]`, code): that
+///   line is left out;
+/// - a line before the fence naming exactly one file to change among other
+///   words, as the model copies the prompt's own headers (`[duration.py],
+///   read-only:`, `Here is the new `duration.py`:`);
+/// - with one file to change, the longest block with no language at all
+///   (a block in another language, a ```` ```bash ```` command, never).
+///
+/// A block in another file's language is never taken; the longest block per
+/// file counts. Each is still written as a `write_file` call, under the
+/// same permissions as any other.
+pub fn loose_blocks(text: &str, files: &[String]) -> Vec<FileBlock> {
+    let fits = |file: &str, info: &str| {
+        let lang = info
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        lang.is_empty() || languages_of(file).is_some_and(|l| l.contains(&lang.as_str()))
+    };
+    let mut found: Vec<FileBlock> = Vec::new();
+    let closed: Vec<Fence> = fences(text).into_iter().filter(|b| b.closed).collect();
+    for b in &closed {
+        let named = first_line_names(&b.body, files)
+            .map(|(file, rest)| (file, rest.to_string()))
+            .or_else(|| {
+                Some((
+                    line_before_names(&text[..b.span.start], files)?,
+                    b.body.clone(),
+                ))
+            });
+        if let Some((file, body)) = named.filter(|(f, _)| fits(f, &b.info)) {
+            keep(&mut found, block_of(file, body, b.span.clone()));
+        }
+    }
+    if let ([file], true) = (files, found.is_empty()) {
+        let plain = closed
+            .iter()
+            .filter(|b| {
+                b.info.is_empty() && b.body.lines().filter(|l| !l.trim().is_empty()).count() >= 2
+            })
+            .max_by_key(|b| b.body.len());
+        if let Some(b) = plain {
+            keep(&mut found, block_of(file, b.body.clone(), b.span.clone()));
+        }
+    }
+    found
+}
+
+/// `block` among `found`: the longest block per file counts.
+fn keep(found: &mut Vec<FileBlock>, block: FileBlock) {
+    if block.content.trim().is_empty() {
+        return;
+    }
+    match found.iter_mut().find(|b| b.path == block.path) {
+        Some(b) if b.content.len() < block.content.len() => *b = block,
+        Some(_) => {}
+        None => found.push(block),
+    }
+}
+
+/// A [`FileBlock`] of `file` holding `body` (a newline put at its end).
+fn block_of(file: &str, mut body: String, span: Range<usize>) -> FileBlock {
+    if !body.is_empty() && !body.ends_with('\n') {
+        body.push('\n');
+    }
+    FileBlock {
+        path: file.to_string(),
+        elided: ELISION.as_ref().is_some_and(|re| re.is_match(&body)),
+        content: body,
+        span,
+    }
+}
+
+/// When the first non-blank line of `body` is one of `files` and nothing
+/// else (`duration.py`, `[duration.py]`, `# duration.py`, `// slug.js`):
+/// that file and the body after the line.
+fn first_line_names<'f, 'b>(body: &'b str, files: &'f [String]) -> Option<(&'f str, &'b str)> {
+    let start = body.len() - body.trim_start().len();
+    let line_end = body[start..].find('\n').map_or(body.len(), |i| start + i);
+    let line = body[start..line_end].trim();
+    let bare = line
+        .trim_start_matches(['#', '/', '*', '-', ';'])
+        .trim_end_matches(['*', '/'])
+        .trim()
+        .trim_matches(['[', ']', '(', ')', '`', '*', '"', '\''])
+        .trim_end_matches(':');
+    let file = files.iter().find(|f| f.as_str() == bare)?;
+    Some((file, body[line_end..].trim_start_matches('\n')))
+}
+
+/// The last non-blank line before a fence (at most one blank line between),
+/// when of `files` it names exactly one, as a whole word among others.
+fn line_before_names<'f>(before: &str, files: &'f [String]) -> Option<&'f str> {
+    let mut lines = before.lines().rev();
+    let mut line = lines.next()?;
+    if line.trim().is_empty() {
+        line = lines.next()?;
+    }
+    let mut named = files.iter().filter(|f| names_word(line, f));
+    match (named.next(), named.next()) {
+        (Some(f), None) => Some(f),
+        _ => None,
+    }
+}
+
+/// Whether `line` holds `path` as a whole word: not part of a longer name
+/// (`test_duration.py` does not name `duration.py`).
+fn names_word(line: &str, path: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/' | '.');
+    line.match_indices(path).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + path.len()..].chars().next();
+        let after_ok = match after {
+            Some('.') => !line[at + path.len() + 1..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric()),
+            Some(c) => !part(c),
+            None => true,
+        };
+        !before.is_some_and(part) && after_ok
     })
 }
 
@@ -333,5 +464,69 @@ mod tests {
             paths(text),
             [("a.py".to_string(), true), ("b.py".to_string(), false)]
         );
+    }
+
+    fn loose(text: &str, files: &[&str]) -> Vec<(String, String)> {
+        let files: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+        loose_blocks(text, &files)
+            .into_iter()
+            .map(|b| (b.path, b.content))
+            .collect()
+    }
+
+    #[test]
+    fn blocks_headed_the_ways_small_models_head_them_are_the_files_to_change() {
+        // Each from the lift runs' transcripts: answers that wrote no file.
+        let code = "def f():\n    return 1\n";
+        let one = |p: &str| vec![(p.to_string(), code.to_string())];
+        let cases = [
+            format!("```\n# duration.py\n{code}```"),
+            format!("```\nduration.py\n\n{code}```"),
+            format!("```\n[duration.py]\n{code}```"),
+            format!("[duration.py], read-only:\n```\n{code}```"),
+            format!("`duration.py`, read-only:\n```\n{code}```"),
+            format!("[duration.py] Read-only:\n\n```\n{code}```"),
+            format!("Here is the new `duration.py`:\n```python\n{code}```"),
+            format!("Attempt 9. An earlier attempt at `duration.py` failed.\n```\n{code}```"),
+            format!("Some text.\n```\n{code}```\nMore text."),
+        ];
+        for text in &cases {
+            let mut got = loose(text, &["duration.py"]);
+            // A first line that was a comment stays out too.
+            for (_, c) in got.iter_mut() {
+                *c = c.trim_start_matches("# duration.py\n").to_string();
+            }
+            assert_eq!(got, one("duration.py"), "{text}");
+        }
+        // Two files: each by its own header; the tests named beside one do not count.
+        let text = format!(
+            "[test_duration.py, duration.py]\n```\n{code}```\n// slug.js\n```javascript\n// slug.js\nx();\n```"
+        );
+        assert_eq!(
+            loose(&text, &["duration.py", "slug.js"]),
+            [
+                ("duration.py".to_string(), code.to_string()),
+                ("slug.js".to_string(), "x();\n".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn loose_blocks_never_take_another_language_a_bare_path_or_a_guess_between_files() {
+        let code = "def f():\n    return 1\n";
+        for text in [
+            "```bash\npython3 -m unittest\necho done\n```".to_string(),
+            "```\nduration.py\n```".to_string(),
+            format!("```text\n# duration.py\n{code}```"),
+            format!("`test_duration.py`, read-only:\n```python\n{code}```"),
+            "```\none line\n```".to_string(),
+            format!("duration.py\n```python\n{code}"),
+        ] {
+            assert_eq!(loose(&text, &["duration.py"]), [], "{text}");
+        }
+        // With two files to change, a block naming neither is no one's.
+        assert_eq!(loose(&format!("```\n{code}```"), &["a.py", "b.py"]), []);
+        // `# a.py` then JavaScript: a block in another file's language is not a.py.
+        assert_eq!(loose("```js\n// a.py\nx();\ny();\n```", &["a.py"]), []);
     }
 }

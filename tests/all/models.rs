@@ -1932,3 +1932,43 @@ fn a_javascript_tests_relative_require_names_the_file_to_write() {
         .git(&["show", "main:slug.js"])
         .contains("function slug(t)"));
 }
+
+#[test]
+fn code_in_a_block_headed_the_way_the_prompt_heads_the_tests_is_the_file_to_change() {
+    // In the lift runs a fifth of the small models' answers held their code
+    // in blocks headed otherwise than by the path alone, and wrote nothing:
+    // the path as the block's first line, or a copy of the prompt's own
+    // header for read-only files. Each is now the file to change.
+    let env = Env::new();
+    let worker = json!([
+        done("[m.py], read-only:\n```\nprint('a')\nprint('-')\n```\n"),
+        done("```\n[m.py]\nprint('a')\nprint('b')\n```\n"),
+        done("Done.")
+    ]);
+    run_whole_file(
+        &env,
+        m_py_says_a_and_b(),
+        worker,
+        &["retry_temperature = 0.8"],
+    );
+
+    let notices = notices(&env, 2);
+    assert!(
+        !notices
+            .iter()
+            .any(|n| n.contains("the last answer wrote no file")),
+        "{notices:#?}"
+    );
+    let writes: Vec<Value> = env
+        .transcript(2)
+        .into_iter()
+        .filter(|e| e["event"]["kind"] == "tool_call" && e["event"]["name"] == "write_file")
+        .collect();
+    assert_eq!(writes.len(), 2, "{writes:#?}");
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert_eq!(
+        env.git(&["show", "main:m.py"]),
+        "print('a')\nprint('b')\n",
+        "the path line is not part of the file"
+    );
+}
