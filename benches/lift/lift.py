@@ -267,7 +267,8 @@ pick = "least-failed"
 
 
 def test_names(task):
-    """The task's tests, in file order: unittest `Class.test_x` ids, or node --test names."""
+    """The task's tests, in file order: unittest `Class.test_x` ids, or node --test names
+    (`test(...)`, and `it(...)` in a `describe(...)`)."""
     names = []
     for name in task["tests"]:
         text = (task["dir"] / name).read_text()
@@ -281,7 +282,9 @@ def test_names(task):
                 if m and cls:
                     names.append((name, f"{cls}.{m.group(1)}"))
         else:
-            names += [(name, m.group(2)) for m in re.finditer(r"^test\((['\"])(.+?)\1", text, re.M)]
+            # test('name', ...), and it('name', ...) inside describe(): node
+            # --test-name-pattern matches either by its own name.
+            names += [(name, m.group(2)) for m in re.finditer(r"^\s*(?:test|it)\((['\"])(.+?)\1", text, re.M)]
     return names
 
 

@@ -209,6 +209,28 @@ class TestPerTestFeatures(unittest.TestCase):
             lift.FEATURES["split"] = saved
 
 
+class TestNodeTestNames(unittest.TestCase):
+    def test_it_inside_describe_is_a_test_whose_check_runs_it_alone(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / "add.test.js").write_text(
+                "const { describe, it, test } = require('node:test');\n"
+                "const assert = require('node:assert');\n"
+                "describe('add', () => {\n"
+                "  it('adds one', () => { assert.strictEqual(1 + 1, 2); });\n"
+                "  it(\"fails (on purpose)\", () => { assert.strictEqual(1 + 1, 3); });\n"
+                "});\n"
+                "test('top level', () => {});\n")
+            task = {"id": "add", "language": "javascript", "dir": d, "tests": ["add.test.js"]}
+            names = lift.test_names(task)
+            self.assertEqual([n for _, n in names], ["adds one", "fails (on purpose)", "top level"])
+            for (test_file, test), passes in zip(names, (True, False, True)):
+                p = subprocess.run(lift.test_check(task, test_file, test), shell=True, cwd=d,
+                                   capture_output=True, text=True)
+                self.assertEqual(p.returncode == 0, passes, (test, p.stdout))
+                self.assertEqual(lift.count_passing(p.stdout, 3), int(passes), p.stdout)
+
+
 class TestLongrunSetUp(unittest.TestCase):
     def test_the_scripted_initializer_commits_the_task_and_one_checked_feature(self):
         (task,) = lift.load_tasks(["slugify_js"])
