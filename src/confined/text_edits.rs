@@ -169,6 +169,14 @@ pub fn loose_blocks(text: &str, files: &[String]) -> Vec<FileBlock> {
             keep(&mut found, block_of(file, body, b.span.clone()));
         }
     }
+    for (header, b) in opened_after_a_header(text) {
+        let mut named = files.iter().filter(|f| names_word(header, f));
+        if let (Some(file), None) = (named.next(), named.next()) {
+            if fits(file, &b.info) {
+                keep(&mut found, block_of(file, b.body, b.span));
+            }
+        }
+    }
     if let ([file], true) = (files, found.is_empty()) {
         let plain = closed
             .iter()
@@ -183,9 +191,43 @@ pub fn loose_blocks(text: &str, files: &[String]) -> Vec<FileBlock> {
     found
 }
 
-/// `block` among `found`: the longest block per file counts.
+/// Blocks whose fence opens at the end of a line of text, after a header
+/// (`[slugify.js] ```javascript`, `[wordfreq.py]:```python`, as the 0.5B
+/// model writes them), each with that header; closed ones only.
+fn opened_after_a_header(text: &str) -> Vec<(&str, Fence)> {
+    static OPEN: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"(?m)^([^\n`]*[^\s`])[ \t]*```([A-Za-z0-9_+-]*)[ \t]*$").ok());
+    let Some(re) = OPEN.as_ref() else {
+        return Vec::new();
+    };
+    re.captures_iter(text)
+        .filter_map(|c| {
+            let (all, header) = (c.get(0)?, c.get(1)?.as_str());
+            let body_start = (all.end() + 1).min(text.len());
+            let close = text[body_start..]
+                .match_indices("```")
+                .map(|(i, _)| body_start + i)
+                .find(|&i| i == body_start || text[..i].ends_with('\n'))?;
+            let body = text[body_start..close].to_string();
+            let fence = Fence {
+                info: c.get(2).map_or("", |m| m.as_str()).to_string(),
+                body: body.strip_suffix('\n').unwrap_or(&body).to_string(),
+                span: all.start()..close + 3,
+                closed: true,
+            };
+            Some((header, fence))
+        })
+        .collect()
+}
+
+/// `block` among `found`: the longest block per file counts. Not one that
+/// imports the very file it would be written to: that is the file's test
+/// (the 0.5B model headed a copy of `slugify.test.js` "slugify.js, read-only:").
 fn keep(found: &mut Vec<FileBlock>, block: FileBlock) {
-    if block.content.trim().is_empty() {
+    let imports_itself = super::test_imports::imports(&block.path, &block.content)
+        .iter()
+        .any(|i| i.candidates.first() == Some(&block.path));
+    if block.content.trim().is_empty() || imports_itself {
         return;
     }
     match found.iter_mut().find(|b| b.path == block.path) {
@@ -489,6 +531,8 @@ mod tests {
             format!("Here is the new `duration.py`:\n```python\n{code}```"),
             format!("Attempt 9. An earlier attempt at `duration.py` failed.\n```\n{code}```"),
             format!("Some text.\n```\n{code}```\nMore text."),
+            format!("[duration.py] ```python\n{code}```"),
+            format!("[duration.py]:```\n{code}```\n\n[read-only]: ```python\n"),
         ];
         for text in &cases {
             let mut got = loose(text, &["duration.py"]);
@@ -524,6 +568,17 @@ mod tests {
         ] {
             assert_eq!(loose(&text, &["duration.py"]), [], "{text}");
         }
+        // A copy of the tests headed as the file is not the file.
+        let tests = "import unittest\n\nfrom duration import parse_duration\n\nclass T(unittest.TestCase):\n    pass\n";
+        assert_eq!(
+            loose(
+                &format!("duration.py, read-only:\n```\n{tests}```"),
+                &["duration.py"]
+            ),
+            []
+        );
+        let js = "const { slugify } = require('./slugify.js');\ntest('x', () => {});\n";
+        assert_eq!(loose(&format!("```\n{js}```"), &["slugify.js"]), []);
         // With two files to change, a block naming neither is no one's.
         assert_eq!(loose(&format!("```\n{code}```"), &["a.py", "b.py"]), []);
         // `# a.py` then JavaScript: a block in another file's language is not a.py.
