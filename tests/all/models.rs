@@ -370,9 +370,15 @@ fn the_first_message_shows_the_files_the_feature_names() {
 /// An initializer whose one feature F001 (`description`, `check`, one
 /// step: edit m.py) comes with `files` written beside it.
 fn one_file_feature(description: &str, check: &str, files: &[(&str, &str)]) -> Value {
+    feature_with_files(description, check, "edit m.py", files)
+}
+
+/// An initializer whose one feature F001 (`description`, `check`, `step`)
+/// comes with `files` written beside it.
+fn feature_with_files(description: &str, check: &str, step: &str, files: &[(&str, &str)]) -> Value {
     let list = serde_json::to_string_pretty(&json!({"features": [
         {"id": "F001", "category": "functional", "description": description,
-         "steps": ["edit m.py"], "check": check, "passes": false}
+         "steps": [step], "check": check, "passes": false}
     ]}))
     .unwrap();
     let mut init = initializer(&list);
@@ -1826,15 +1832,7 @@ fn renaming_a_directory_from_the_checkout_gets_a_hint_and_mv_still_moves_it() {
 /// An initializer whose one feature F001 (`description`, `check`, a step
 /// that names no file) comes with `files` written beside it.
 fn feature_naming_no_file(description: &str, check: &str, files: &[(&str, &str)]) -> Value {
-    let list = serde_json::to_string_pretty(&json!({"features": [
-        {"id": "F001", "category": "functional", "description": description,
-         "steps": ["make the check pass"], "check": check, "passes": false}
-    ]}))
-    .unwrap();
-    let mut init = initializer(&list);
-    let calls = init[0]["tool_calls"].as_array_mut().unwrap();
-    calls.extend(files.iter().map(|(path, body)| write_file(path, body)));
-    init
+    feature_with_files(description, check, "make the check pass", files)
 }
 
 /// unittest tests of `greet(name)`, imported from the module `greet`.
