@@ -196,13 +196,15 @@ pub const TO_CHANGE_HEADING: &str = "To change:";
 /// The files the feature names (in its description, steps or check) and the
 /// acceptance tests, as they are now: a model starts from them instead of
 /// spending its first turns reading them (small models seldom read before
-/// they write). Small regular files inside the workspace only.
+/// they write). Small regular files inside the workspace only. `change`:
+/// the session's [`files_to_change`].
 fn named_files(
     config: &WorkerConfig,
     feature: &crate::protocol::FeatureBrief,
     workspace: &Path,
+    change: &[String],
 ) -> String {
-    named_files_as(config, feature, workspace, &Shown::AsFound)
+    named_files_as(config, feature, workspace, change, &Shown::AsFound)
 }
 
 /// How the files to change appear in an attempt's message.
@@ -221,9 +223,9 @@ fn named_files_as(
     config: &WorkerConfig,
     feature: &crate::protocol::FeatureBrief,
     workspace: &Path,
+    change: &[String],
     shown: &Shown,
 ) -> String {
-    let change = files_to_change(config, workspace);
     let names: Vec<String> = mentioned_paths(&feature.json)
         .into_iter()
         .chain(config.frozen.iter().cloned())
@@ -515,18 +517,24 @@ pub fn refocus_message(
          Write the whole file, no tool call and no command: the harness writes it and runs the check.",
         id = feature.id,
         description = description(feature),
-        files_now = named_files(config, feature, workspace),
+        files_now = named_files(config, feature, workspace, files),
         check = feature.check.as_deref().unwrap_or(""),
     ))
 }
 
 /// The files the feature names, for [`attempt_message`] (empty without a
-/// feature): the files to change as `shown` says.
-pub fn files_for_attempt(config: &WorkerConfig, workspace: &Path, shown: &Shown) -> String {
+/// feature): the files to change (`files`, the session's
+/// [`files_to_change`]) as `shown` says.
+pub fn files_for_attempt(
+    config: &WorkerConfig,
+    workspace: &Path,
+    files: &[String],
+    shown: &Shown,
+) -> String {
     config
         .feature
         .as_ref()
-        .map(|f| named_files_as(config, f, workspace, shown))
+        .map(|f| named_files_as(config, f, workspace, files, shown))
         .unwrap_or_default()
 }
 
@@ -731,7 +739,7 @@ pub fn first_message(
                 ("notes", &notes),
                 ("init", init_report),
                 ("earlier", &earlier_attempts(config)),
-                ("files", &named_files(config, feature, workspace)),
+                ("files", &named_files(config, feature, workspace, &files_to_change(config, workspace))),
                 ("now", &check_now(failing)),
                 ("todo", &what_to_do(config, &feature.id)),
             ],

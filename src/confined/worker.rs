@@ -123,8 +123,9 @@ fn run_agent(
     // files as they were, sampled at the retry temperature.
     // An attempt not written anew builds on the best one so far when that
     // makes other features' checks pass.
-    let at_start = prompt::files_for_attempt(config, &ctx.workspace, &Shown::AsFound);
-    let anew = prompt::files_for_attempt(config, &ctx.workspace, &Shown::Anew);
+    let at_start =
+        prompt::files_for_attempt(config, &ctx.workspace, &files_to_change, &Shown::AsFound);
+    let anew = prompt::files_for_attempt(config, &ctx.workspace, &files_to_change, &Shown::Anew);
     // What the check said goes with the files shown: on the files as found,
     // what it said at the start; otherwise, on the best attempt so far.
     let attempt = |from: &AttemptFrom, n: u32| {
@@ -141,7 +142,12 @@ fn run_agent(
                 AttemptKind::Anew,
             ),
             (false, Some(best)) => (
-                prompt::files_for_attempt(config, &ctx.workspace, &Shown::Best(best)),
+                prompt::files_for_attempt(
+                    config,
+                    &ctx.workspace,
+                    &files_to_change,
+                    &Shown::Best(best),
+                ),
                 best.summary.as_str(),
                 AttemptKind::Builds(best),
             ),
