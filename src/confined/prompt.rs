@@ -509,6 +509,7 @@ pub fn refocus_message(
         return None;
     }
     let names = quoted(files);
+    let files_now = named_files(config, feature, workspace, files);
     Some(format!(
         "[harness] Starting again from here: your last turns changed no file, and only new code will change the check's result.\n\n\
          Your feature `{id}`: {description}\n\n{files_now}\
@@ -516,8 +517,7 @@ pub fn refocus_message(
          Reply now with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
          Write the whole file, no tool call and no command: the harness writes it and runs the check.",
         id = feature.id,
-        description = description(feature),
-        files_now = named_files(config, feature, workspace, files),
+        description = description_shown(feature, &files_now),
         check = feature.check.as_deref().unwrap_or(""),
     ))
 }
@@ -634,7 +634,7 @@ pub fn attempt_message(
          Reply with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
          The harness writes it, runs the check and keeps the best attempt.",
         id = feature.id,
-        description = description(feature),
+        description = description_shown(feature, at_start),
     ))
 }
 
@@ -694,6 +694,62 @@ fn description(feature: &crate::protocol::FeatureBrief) -> String {
         .ok()
         .and_then(|v| v["description"].as_str().map(str::to_string))
         .unwrap_or_else(|| feature.json.clone())
+}
+
+/// The feature as a whole-file message names it: when `files` (what the
+/// message shows) holds a test, the first sentence of its description
+/// only. The tests say exactly what is expected; the prose repeats their
+/// rules, and a small model writes code for the prose. Replayed on the
+/// lift run's parse_duration messages (Qwen2.5-Coder-1.5B, temperature
+/// 0.8, eight samples each), the first attempt at `test_seconds` passed it
+/// in 3 of 8 answers named by the first sentence and 0 of 6 by the whole
+/// description (which asked for the order and repetition errors first: the
+/// answers parsed character by character); written anew for
+/// `test_combined`, the answers passed 5.0 tests of 13 on average against
+/// 3.1. At temperature 0 the first answer passed 7 against 2.
+fn description_shown(feature: &crate::protocol::FeatureBrief, files: &str) -> String {
+    let whole = description(feature);
+    match tests_shown(files) {
+        true => first_sentence(&whole).to_string(),
+        false => whole,
+    }
+}
+
+/// Whether a message's files ([`named_files_as`]) show a test among the
+/// files for reference.
+fn tests_shown(files: &str) -> bool {
+    files.lines().any(|line| {
+        line.strip_suffix("`, read-only:")
+            .and_then(|l| l.strip_prefix('`'))
+            .is_some_and(test_imports::looks_like_test)
+    })
+}
+
+/// The text up to the end of its first sentence: a period, question or
+/// exclamation mark followed by white space, not ending an abbreviation
+/// ("e.g.", "etc."); the whole text when it is one sentence.
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let bytes = text.as_bytes();
+    for (i, c) in text.char_indices() {
+        if !matches!(c, '.' | '?' | '!') {
+            continue;
+        }
+        let next = bytes.get(i + 1);
+        if !next.is_some_and(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let word = text[..i].rsplit(char::is_whitespace).next().unwrap_or("");
+        let abbreviation = c == '.'
+            && matches!(
+                word.trim_start_matches('(').to_lowercase().as_str(),
+                "etc" | "vs" | "cf" | "e.g" | "i.e" | "eg" | "ie"
+            );
+        if !abbreviation {
+            return &text[..=i];
+        }
+    }
+    text
 }
 
 /// The first user message: the assignment, the recent history, the notes and
@@ -778,5 +834,51 @@ mod tests {
         assert!(block_form(&["slug.mjs".to_string()]).contains("(```javascript)"));
         assert!(block_form(&[]).contains("`src/app.py`"));
         assert!(!form.contains('\n') && !form.contains("def "), "{form}");
+    }
+
+    #[test]
+    fn the_first_sentence_ends_at_a_stop_followed_by_white_space_not_an_abbreviation() {
+        let parse =
+            "Implement parse_duration(text) in duration.py: parse a duration such as \"1h30m\" \
+                     into whole seconds. Units are d, h, m and s; \"1.5h\" is 5400.";
+        assert_eq!(
+            first_sentence(parse),
+            "Implement parse_duration(text) in duration.py: parse a duration such as \"1h30m\" into whole seconds."
+        );
+        assert_eq!(
+            first_sentence("Sort the list, e.g. by name, etc. and by date. Then print it."),
+            "Sort the list, e.g. by name, etc. and by date."
+        );
+        assert_eq!(first_sentence("Does it parse? Yes."), "Does it parse?");
+        assert_eq!(
+            first_sentence("  One sentence, version 1.5 only  "),
+            "One sentence, version 1.5 only"
+        );
+        assert_eq!(first_sentence(""), "");
+    }
+
+    #[test]
+    fn a_whole_file_message_names_the_feature_by_its_first_sentence_only_when_it_shows_a_test() {
+        let feature = crate::protocol::FeatureBrief {
+            id: "F001".into(),
+            description: String::new(),
+            json: serde_json::json!({"description": "Implement slugify in slug.py. Lower case; runs of other characters become one '-'."})
+                .to_string(),
+            check: Some("python3 -m unittest test_slug".into()),
+        };
+        let with_test = format!("{READ_ONLY_HEADING}\n\n`tests/test_slug.py`, read-only:\n```\nimport slug\n```\n\n{TO_CHANGE_HEADING}\n\nslug.py\n```\n```\n");
+        assert_eq!(
+            description_shown(&feature, &with_test),
+            "Implement slugify in slug.py."
+        );
+        // A file for reference that is no test, or no file at all: the whole description.
+        let without =
+            format!("{READ_ONLY_HEADING}\n\n`README.md`, read-only:\n```\nslugs\n```\n\n");
+        for files in [without.as_str(), ""] {
+            assert_eq!(
+                description_shown(&feature, files),
+                "Implement slugify in slug.py. Lower case; runs of other characters become one '-'."
+            );
+        }
     }
 }
