@@ -1875,6 +1875,44 @@ fn a_feature_naming_no_file_is_shown_and_asked_for_the_module_its_test_imports()
 }
 
 #[test]
+fn a_whole_file_attempt_shown_the_tests_names_its_feature_by_the_first_sentence_only() {
+    // The description's rules repeat what the test says; a small model
+    // given them writes code for the prose. Every attempt that shows the
+    // test names the feature by the first sentence; features.json keeps it all.
+    let env = Env::new();
+    let stub = "def greet(name):\n    raise NotImplementedError\n";
+    let rules =
+        "The greeting is in English, with a comma after Hello and an exclamation mark at the end.";
+    let init = feature_naming_no_file(
+        &format!("Greet people by name. {rules}"),
+        "python3 -m unittest discover -v -p test_greet.py",
+        &[("greet.py", stub), ("test_greet.py", TEST_GREET)],
+    );
+    let wrong = "greet.py\n```python\ndef greet(name):\n    return 'Hi ' + name\n```\n";
+    let worker = json!([done(wrong), done(GREET_ANSWER), done("Done.")]);
+    run_whole_file(&env, init, worker, &["retry_temperature = 0.8"]);
+
+    let requests = env.requests(2);
+    assert!(requests.len() >= 2, "two attempts: {}", requests.len());
+    for (n, request) in requests[..2].iter().enumerate() {
+        let first = user_texts(request)[0].clone();
+        assert!(
+            first.starts_with("[harness] Your feature `F001`: Greet people by name.\n\n"),
+            "attempt {}: {first}",
+            n + 1
+        );
+        assert!(
+            !first.contains("exclamation mark"),
+            "attempt {}: {first}",
+            n + 1
+        );
+        assert!(first.contains("`test_greet.py`, read-only:"), "{first}");
+    }
+    assert!(last_verdict(&env).contains("Longrun-Verdict: accepted"));
+    assert!(env.git(&["show", "main:features.json"]).contains(rules));
+}
+
+#[test]
 fn a_file_the_feature_names_that_does_not_exist_yet_is_the_one_to_write() {
     // No stub: the feature says which file to write and the test imports it.
     let env = Env::new();
