@@ -190,6 +190,9 @@ const SHOWN_FILES_BYTES: usize = 24 * 1024;
 
 /// The heading of the files a feature names that the session may not change.
 pub const READ_ONLY_HEADING: &str = "For reference (the harness takes no change to these):";
+/// What follows a file's quoted path when it is shown for reference
+/// ([`tests_shown`] reads it back).
+const READ_ONLY_SUFFIX: &str = "`, read-only:";
 /// The heading of the files it may change.
 pub const TO_CHANGE_HEADING: &str = "To change:";
 
@@ -274,7 +277,7 @@ fn named_files_as(
         } else if change.contains(&name) {
             to_change.push_str(&format!("{name}\n```\n{body}\n```\n\n"));
         } else {
-            fixed.push_str(&format!("`{name}`, read-only:\n```\n{body}\n```\n\n"));
+            fixed.push_str(&format!("`{name}{READ_ONLY_SUFFIX}\n```\n{body}\n```\n\n"));
         }
     }
     if fixed.is_empty() && to_change.is_empty() {
@@ -719,7 +722,7 @@ fn description_shown(feature: &crate::protocol::FeatureBrief, files: &str) -> St
 /// files for reference.
 fn tests_shown(files: &str) -> bool {
     files.lines().any(|line| {
-        line.strip_suffix("`, read-only:")
+        line.strip_suffix(READ_ONLY_SUFFIX)
             .and_then(|l| l.strip_prefix('`'))
             .is_some_and(test_imports::looks_like_test)
     })
