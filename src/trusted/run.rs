@@ -185,8 +185,17 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
 /// sessions take them first, and each tries that work before asking the
 /// model (the latest sessions' work is offered to whole-file sessions). A
 /// hint only orders the features; the session is verified like any other.
+/// A session taken for its own feature's hint that ends with work for that
+/// feature again does not hint it again: the feature goes back into the
+/// usual order. Chained, such hints spent the 1.5B model's lift run on
+/// roman (`--task-hours 0.3`) on one feature, three sessions in a row
+/// until it was stuck, while five features had never been tried.
 #[derive(Default)]
-struct Hints(Vec<Hint>);
+struct Hints {
+    hints: Vec<Hint>,
+    /// Sessions taken for a hint, and the feature each took.
+    followed: Vec<(u32, String)>,
+}
 
 struct Hint {
     feature: String,
@@ -201,16 +210,23 @@ impl Hints {
     /// drops those whose work is no longer among the latest offered, and
     /// puts its own first.
     fn after(&mut self, outcome: &super::session::SessionOutcome) {
+        let followed = self
+            .followed
+            .iter()
+            .position(|(n, _)| *n == outcome.number)
+            .map(|at| self.followed.remove(at).1);
         if outcome.verdict == Verdict::Accepted {
             return;
         }
         let said = &outcome.passes_others;
-        self.0.retain_mut(|h| {
+        // Its own feature, hinted again by a session taken for that hint.
+        let again = followed.filter(|f| outcome.feature.as_ref() == Some(f));
+        self.hints.retain_mut(|h| {
             h.age += 1;
             h.age < super::session::EARLIER_WORK_SESSIONS && !said.contains(&h.feature)
         });
         let mut new: Vec<Hint> = Vec::new();
-        for id in said {
+        for id in said.iter().filter(|id| again.as_ref() != Some(*id)) {
             if !new.iter().any(|h| &h.feature == id) {
                 new.push(Hint {
                     feature: id.clone(),
@@ -219,19 +235,21 @@ impl Hints {
                 });
             }
         }
-        new.append(&mut self.0);
+        new.append(&mut self.hints);
         new.truncate(super::session::MAX_HINTS);
-        self.0 = new;
+        self.hints = new;
     }
 
     fn features(&self) -> Vec<String> {
-        self.0.iter().map(|h| h.feature.clone()).collect()
+        self.hints.iter().map(|h| h.feature.clone()).collect()
     }
 
-    /// `feature` is taken: the session whose work made it pass, if hinted.
-    fn take(&mut self, feature: &str) -> Option<u32> {
-        let at = self.0.iter().position(|h| h.feature == feature)?;
-        Some(self.0.remove(at).from)
+    /// Session `number` takes `feature`: the session whose work made it
+    /// pass, if hinted.
+    fn take(&mut self, feature: &str, number: u32) -> Option<u32> {
+        let at = self.hints.iter().position(|h| h.feature == feature)?;
+        self.followed.push((number, feature.to_string()));
+        Some(self.hints.remove(at).from)
     }
 }
 
@@ -308,7 +326,7 @@ pub async fn run_sessions(
                 break;
             }
             let number = next_number(project)?;
-            if let Some(from) = hints.take(&feature.id) {
+            if let Some(from) = hints.take(&feature.id, number) {
                 reporter.line(&format!(
                     "session {number} takes {}: the worker of session {from} (not accepted) \
                      reported that its work passes this feature's check; it is tried first",
@@ -624,9 +642,18 @@ mod tests {
     use super::*;
 
     fn ended(number: u32, verdict: Verdict, passes_others: &[&str]) -> SessionOutcome {
+        ended_on("F001", number, verdict, passes_others)
+    }
+
+    fn ended_on(
+        feature: &str,
+        number: u32,
+        verdict: Verdict,
+        passes_others: &[&str],
+    ) -> SessionOutcome {
         SessionOutcome {
             number,
-            feature: Some("F001".into()),
+            feature: Some(feature.into()),
             verdict,
             reasons: Vec::new(),
             fatal: None,
@@ -645,9 +672,9 @@ mod tests {
         hints.after(&ended(4, Verdict::Accepted, &["F009"]));
         hints.after(&ended(5, Verdict::Rejected, &["F005", "F007"]));
         assert_eq!(hints.features(), ["F005", "F007", "F003"]);
-        assert_eq!(hints.take("F005"), Some(5));
-        assert_eq!(hints.take("F005"), None);
-        assert_eq!(hints.take("F003"), Some(3));
+        assert_eq!(hints.take("F005", 10), Some(5));
+        assert_eq!(hints.take("F005", 11), None);
+        assert_eq!(hints.take("F003", 12), Some(3));
         // Once newer sessions not accepted push session 5's work out of
         // those offered to the next session, its hint goes too.
         hints.after(&ended(6, Verdict::Failed, &[]));
@@ -660,5 +687,25 @@ mod tests {
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         hints.after(&ended(9, Verdict::Incomplete, &many));
         assert_eq!(hints.features().len(), super::super::session::MAX_HINTS);
+    }
+
+    #[test]
+    fn a_session_taken_for_its_own_hint_does_not_hint_its_feature_again() {
+        let mut hints = Hints::default();
+        // Session 3 on F005 ends with work that passes F005's check.
+        hints.after(&ended_on("F005", 3, Verdict::Incomplete, &["F005"]));
+        assert_eq!(hints.features(), ["F005"]);
+        // Session 4 takes it for that hint and ends the same way: F005
+        // goes back into the usual order; a feature it gains is hinted.
+        assert_eq!(hints.take("F005", 4), Some(3));
+        hints.after(&ended_on("F005", 4, Verdict::Incomplete, &["F005", "F007"]));
+        assert_eq!(hints.features(), ["F007"]);
+        // A session on F005 not taken for a hint hints it as before.
+        hints.after(&ended_on("F005", 6, Verdict::Incomplete, &["F005"]));
+        assert_eq!(hints.features(), ["F005", "F007"]);
+        // Taken for another feature's hint, a session's own work is hinted.
+        assert_eq!(hints.take("F007", 7), Some(4));
+        hints.after(&ended_on("F007", 7, Verdict::Incomplete, &["F009"]));
+        assert_eq!(hints.features(), ["F009", "F005"]);
     }
 }
