@@ -730,7 +730,10 @@ fn tests_shown(files: &str) -> bool {
 
 /// The text up to the end of its first sentence: a period, question or
 /// exclamation mark followed by white space, not ending an abbreviation
-/// ("e.g.", "etc."); the whole text when it is one sentence.
+/// ("e.g.", "etc."); the whole text when it is one sentence. A sentence
+/// of fewer than [`SENTENCE_WORDS`] words is a heading ("Overview.",
+/// "Roman numerals."), which names no work: the next one is taken with it
+/// ("Greet people by name." is a sentence).
 fn first_sentence(text: &str) -> &str {
     let text = text.trim();
     let bytes = text.as_bytes();
@@ -748,12 +751,16 @@ fn first_sentence(text: &str) -> &str {
                 word.trim_start_matches('(').to_lowercase().as_str(),
                 "etc" | "vs" | "cf" | "e.g" | "i.e" | "eg" | "ie"
             );
-        if !abbreviation {
-            return &text[..=i];
+        let sentence = &text[..=i];
+        if !abbreviation && sentence.split_whitespace().count() >= SENTENCE_WORDS {
+            return sentence;
         }
     }
     text
 }
+
+/// The fewest words [`first_sentence`] takes for a sentence.
+const SENTENCE_WORDS: usize = 3;
 
 /// The first user message: the assignment, the recent history, the notes and
 /// what `init.sh` said. `failing`: what the feature's check said when the
@@ -858,6 +865,30 @@ mod tests {
             "One sentence, version 1.5 only"
         );
         assert_eq!(first_sentence(""), "");
+    }
+
+    #[test]
+    fn a_heading_is_not_the_first_sentence_the_next_one_comes_with_it() {
+        assert_eq!(
+            first_sentence(
+                "Overview. Parse a duration such as 1h30m into seconds. Units are d, h, m and s."
+            ),
+            "Overview. Parse a duration such as 1h30m into seconds."
+        );
+        assert_eq!(
+            first_sentence(
+                "Roman numerals! Convert both ways, from 1 to 3999. Raise ValueError otherwise."
+            ),
+            "Roman numerals! Convert both ways, from 1 to 3999."
+        );
+        assert_eq!(
+            first_sentence("Short. Also short. More."),
+            "Short. Also short."
+        );
+        assert_eq!(
+            first_sentence("Greet people by name. Say hello."),
+            "Greet people by name."
+        );
     }
 
     #[test]
