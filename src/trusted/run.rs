@@ -101,8 +101,8 @@ pub fn stop_file(project: &Project) -> PathBuf {
 
 /// The feature the next session takes, of those that do not pass, are not
 /// stuck and are not in `busy`: the first of them in `preferred`, else the
-/// first, or (`[run] pick = "least-failed"`) the first of those with the
-/// fewest failed attempts.
+/// first; or (`[run] pick = "least-failed"`) of those with the fewest failed
+/// attempts, the first in `preferred`, else the first.
 pub(super) fn next_feature_besides(
     project: &Project,
     history: &History,
@@ -117,16 +117,22 @@ pub(super) fn next_feature_besides(
             && !busy.contains(&f.id)
             && !history.is_stuck(&f.id, project.config.run.max_attempts)
     });
-    let wanted = preferred
-        .iter()
-        .find_map(|id| open.clone().find(|f| &f.id == id));
-    if let Some(feature) = wanted {
-        return Ok(Some(feature.clone()));
-    }
+    // Where a hinted feature stands among the preferred, if it is.
+    let hinted = |f: &Feature| preferred.iter().position(|id| id == &f.id);
     let next = match project.config.run.pick {
-        Pick::InOrder => open.next(),
-        // min_by_key keeps the first of equal keys.
-        Pick::LeastFailed => open.min_by_key(|f| history.stats(&f.id).failed_attempts),
+        Pick::InOrder => preferred
+            .iter()
+            .find_map(|id| open.clone().find(|f| &f.id == id))
+            .or_else(|| open.next()),
+        // A hint only breaks ties among the fewest failed attempts: each
+        // failing feature still gets a session before any gets another.
+        // min_by_key keeps the first of equal keys (features.json's order).
+        Pick::LeastFailed => open.min_by_key(|f| {
+            (
+                history.stats(&f.id).failed_attempts,
+                hinted(f).unwrap_or(usize::MAX),
+            )
+        }),
     };
     Ok(next.cloned())
 }
@@ -189,7 +195,9 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
 /// feature again does not hint it again: the feature goes back into the
 /// usual order. Chained, such hints spent the 1.5B model's lift run on
 /// roman (`--task-hours 0.3`) on one feature, three sessions in a row
-/// until it was stuck, while five features had never been tried.
+/// until it was stuck, while five features had never been tried; under
+/// `[run] pick = "least-failed"` a hint now only orders the features with
+/// the fewest failed attempts.
 #[derive(Default)]
 struct Hints {
     hints: Vec<Hint>,

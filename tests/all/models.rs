@@ -1062,6 +1062,50 @@ fn the_feature_an_unaccepted_sessions_work_makes_pass_is_taken_next() {
 }
 
 #[test]
+fn with_least_failed_a_hint_does_not_put_a_failed_feature_before_one_never_tried() {
+    // In a lift run (roman, least-failed) sessions on other features kept
+    // hinting one that had failed, and it took three of seven sessions
+    // while five features were never tried. A hint now only orders the
+    // features with the fewest failed attempts.
+    let env = Env::new();
+    let workers = json!({
+        "2": [block("print('nothing')"), block("print('nothing 2')")],
+        // F002: its work passes F001's check (failed once): a hint.
+        "3": [block("print('alpha')"), block("print('nothing 3')")],
+        "4": [block("print('gamma')"), done("Done.")],
+        "5": [block("print('alpha gamma')"), done("Done.")]
+    });
+    let out = whole_file_run(
+        &env,
+        workers,
+        &["retry_temperature = 0.8", "pick = \"least-failed\""],
+        Some(2),
+        4,
+    );
+
+    assert_eq!(
+        worker_verdicts(&env),
+        [
+            "F001 incomplete",
+            "F002 incomplete",
+            "F003 accepted",
+            "F001 accepted",
+        ]
+    );
+    let said = text(&out);
+    assert!(!said.contains("session 4 takes F001"), "{said}");
+    // Once every feature has failed as often, the hint orders them again.
+    assert!(
+        said.contains("session 5 takes F001: the worker of session 3 (not accepted) reported that its work passes this feature's check; it is tried first"),
+        "{said}"
+    );
+    assert_eq!(
+        env.git(&["show", "main:m.py"]).trim(),
+        "print('alpha gamma')"
+    );
+}
+
+#[test]
 fn the_first_attempt_builds_on_an_unaccepted_sessions_work_that_passes_other_tests() {
     let env = Env::new();
     let workers = json!({
