@@ -16,7 +16,7 @@
 # 4. Prints the tables and writes them, with the date and the machine, to
 #    $cache/lift-results.md.
 #
-# Usage: scripts/real-model.sh [--dry-run] [--models 1.5b,0.5b] [--tasks a,b] [--modes bare,minimal,longrun]
+# Usage: scripts/real-model.sh [--dry-run] [--models 1.5b,0.5b] [--tasks a,b] [--tasks-dir DIR] [--modes bare,minimal,longrun]
 #                              [--sessions N] [--session-steps N] [--session-secs S] [--task-hours H]
 #                              [--features per-test|one] [--keep DIR]
 #   --dry-run  print what would run (downloads, build, server, benchmark); run nothing
@@ -25,6 +25,8 @@
 #   --features per-test (default): the initializer writes one feature per test; one: a single
 #              feature whose check runs every test
 #   --keep DIR keep each run's files and longrun project (transcripts) under DIR
+#   --tasks-dir DIR  your own tasks instead of benches/lift/tasks (each a directory with a
+#              task.json, the stub and its tests; see README, "The lift benchmark")
 # Env:   LONGRUN_LIFT_CACHE  venv, wheels, models and results (default ~/.cache/longrun-lift)
 #        LLAMA_SERVER        a llama-server binary to use instead of building one
 #        LLAMA_PORT          the server's port on 127.0.0.1 (default 18080)
@@ -45,8 +47,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) dry=1 ;;
         --models) models="$2"; shift ;;
-        --tasks|--modes|--sessions|--session-steps|--session-secs|--task-hours|--features|--keep) lift_args+=("$1" "$2"); shift ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        --tasks|--tasks-dir|--modes|--sessions|--session-steps|--session-secs|--task-hours|--features|--keep) lift_args+=("$1" "$2"); shift ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -64,18 +64,52 @@ TEST_TIMEOUT = 120
 
 # ---- tasks ----
 
-def load_tasks(names=None):
+# task.json: what each field holds (README, "The lift benchmark").
+TASK_FIELDS = {
+    "id": str,            # the task's name in the table
+    "language": str,      # python, javascript, or another (then one feature for all tests)
+    "file": str,          # the file the model writes, as the stub
+    "tests": list,        # the test files, shown to the model and protected
+    "total": int,         # how many tests there are
+    "test_command": str,  # runs every test; its output is counted
+    "description": str,   # what to build, as a user would say it
+}
+
+
+def load_tasks(names=None, tasks_dir=None):
+    """The tasks under `tasks_dir` (default tasks/), each a directory with a task.json."""
+    root = Path(tasks_dir) if tasks_dir else TASKS
+    if not root.is_dir():
+        raise SystemExit(f"no tasks directory {root}: give --tasks-dir a directory of task directories")
     tasks = []
-    for d in sorted(p for p in TASKS.iterdir() if (p / "task.json").exists()):
-        task = json.loads((d / "task.json").read_text())
-        task["dir"] = d
+    for d in sorted(p for p in root.iterdir() if (p / "task.json").exists()):
+        task = read_task(d)
         if names is None or task["id"] in names:
             tasks.append(task)
     if names:
         missing = set(names) - {t["id"] for t in tasks}
         if missing:
-            raise SystemExit(f"unknown task(s): {', '.join(sorted(missing))}; see {TASKS}")
+            raise SystemExit(f"unknown task(s): {', '.join(sorted(missing))}; see {root}")
     return tasks
+
+
+def read_task(d):
+    """One task directory's task.json, checked: a bad one names its file and field."""
+    path = d / "task.json"
+    try:
+        task = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{path}: not JSON ({e})")
+    if not isinstance(task, dict):
+        raise SystemExit(f"{path}: must be an object with the fields {', '.join(TASK_FIELDS)}")
+    for field, kind in TASK_FIELDS.items():
+        if not isinstance(task.get(field), kind) or isinstance(task.get(field), bool):
+            raise SystemExit(f"{path}: field {field!r} must be a {kind.__name__} (see README, the lift benchmark)")
+    for name in [task["file"], *task["tests"]]:
+        if not isinstance(name, str) or Path(name).name != name or not (d / name).is_file():
+            raise SystemExit(f"{path}: {name!r} must be a file beside task.json (a plain name, no directories)")
+    task["dir"] = d
+    return task
 
 
 def task_files(task):
@@ -91,7 +125,8 @@ def fresh_copy(task, into):
 # ---- counting tests ----
 
 def count_passing(output, total):
-    """Tests passing, from unittest's or node --test's output; at most `total`."""
+    """Tests passing, from the output of unittest, node --test, pytest,
+    cargo test or go test -v; at most `total`."""
     ran = re.findall(r"^Ran (\d+) tests? in", output, re.M)
     if ran:
         status = re.findall(r"^(?:OK|FAILED)(?: \((.*)\))?\s*$", output, re.M)
@@ -102,7 +137,17 @@ def count_passing(output, total):
     passed = re.findall(r"^(?:#|ℹ) pass (\d+)", output, re.M)
     if passed:
         return min(total, int(passed[-1]))
-    return 0
+    # cargo test: one "test result" line per test binary.
+    results = re.findall(r"^test result: \w+\. (\d+) passed", output, re.M)
+    if results:
+        return min(total, sum(map(int, results)))
+    # pytest's last line: "2 failed, 11 passed in 0.05s" (in === with -v).
+    summary = re.findall(r"^=*\s*(?:\d+ \w+, )*(\d+) passed\b[^\n]* in [\d.]+s", output, re.M)
+    if summary:
+        return min(total, int(summary[-1]))
+    # go test -v: a line per test that passed.
+    go = re.findall(r"^\s*--- PASS: ", output, re.M)
+    return min(total, len(go))
 
 
 def run_tests(task, workdir):
@@ -266,30 +311,44 @@ pick = "least-failed"
 """
 
 
+def uses_pytest(task):
+    return task["language"] == "python" and "pytest" in task["test_command"]
+
+
 def test_names(task):
-    """The task's tests, in file order: unittest `Class.test_x` ids, or node --test names
-    (`test(...)`, and `it(...)` in a `describe(...)`)."""
+    """The task's tests, in file order: unittest `Class.test_x` ids (with pytest as the
+    test command, also top-level `test_x` functions), or node --test names (`test(...)`,
+    and `it(...)` in a `describe(...)`). None for a language whose tests this benchmark
+    cannot run one by one: such a task is one feature."""
     names = []
     for name in task["tests"]:
         text = (task["dir"] / name).read_text()
         if task["language"] == "python":
             cls = None
             for line in text.splitlines():
-                m = re.match(r"class (\w+)\(", line)
+                m = re.match(r"class (\w+)\b", line)
                 if m:
                     cls = m.group(1)
-                m = re.match(r"\s+def (test\w*)\(", line)
-                if m and cls:
-                    names.append((name, f"{cls}.{m.group(1)}"))
-        else:
+                elif re.match(r"[^\s#]", line):
+                    cls = None
+                m = re.match(r"(\s*)def (test\w*)\(", line)
+                if m and cls and m.group(1):
+                    names.append((name, f"{cls}.{m.group(2)}"))
+                elif m and not m.group(1) and uses_pytest(task):
+                    names.append((name, m.group(2)))
+        elif task["language"] in ("javascript", "js", "node"):
             # test('name', ...), and it('name', ...) inside describe(): node
             # --test-name-pattern matches either by its own name.
             names += [(name, m.group(2)) for m in re.finditer(r"^\s*(?:test|it)\((['\"])(.+?)\1", text, re.M)]
+        else:
+            return None
     return names
 
 
 def test_check(task, test_file, test):
     """The command that runs one test alone."""
+    if uses_pytest(task):
+        return f"python3 -m pytest -q {shlex.quote(test_file + '::' + test.replace('.', '::'))}"
     if task["language"] == "python":
         # discover, not a dotted id: checks run with PYTHONSAFEPATH=1, so
         # `-m unittest module.Class.test` cannot import the module from the
@@ -299,9 +358,17 @@ def test_check(task, test_file, test):
     return f"node --test --test-name-pattern={shlex.quote(pattern)} {test_file}"
 
 
+def split_of(task):
+    """How this task is split into features: FEATURES' choice, or "one" where its
+    tests cannot be named one by one."""
+    if FEATURES["split"] == "per-test" and not test_names(task):
+        return "one"
+    return FEATURES["split"]
+
+
 def task_features(task):
     """The features.json entries of the task, as FEATURES says."""
-    if FEATURES["split"] == "one":
+    if split_of(task) == "one":
         return [{"id": "F001", "category": "functional", "description": task["description"],
                  "steps": [f"implement {task['file']}", "run the check"],
                  "check": task["test_command"], "passes": False}]
@@ -414,6 +481,8 @@ def main(argv=None):
     ap.add_argument("--base-url", default="http://127.0.0.1:18080/v1")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     ap.add_argument("--tasks", help="comma-separated task ids (default: all)")
+    ap.add_argument("--tasks-dir", help=f"a directory of task directories, each with a task.json "
+                    f"(default: {TASKS})")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--longrun", default=str(HERE.parent.parent / "target" / "debug" / "longrun"))
     ap.add_argument("--temperature", type=float, default=0.0)
@@ -442,7 +511,7 @@ def main(argv=None):
     LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs,
                           hours=args.task_hours)
     FEATURES["split"] = args.features
-    tasks = load_tasks(args.tasks.split(",") if args.tasks else None)
+    tasks = load_tasks(args.tasks.split(",") if args.tasks else None, args.tasks_dir)
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]
     if bad:
@@ -452,7 +521,7 @@ def main(argv=None):
             for mode in modes:
                 print(f"{args.model} {task['id']} {mode}: {task['test_command']} ({task['total']} tests)")
                 if mode == "longrun":
-                    print(f"    features: {FEATURES['split']}")
+                    print(f"    features: {split_of(task)}")
                     for cmd in longrun_commands(task, args.longrun, "PROJECT", "SPEC.md", "INIT.json",
                                                 args.model, args.base_url):
                         print("    " + " ".join(cmd))

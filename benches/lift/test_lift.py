@@ -99,6 +99,20 @@ class TestCounting(unittest.TestCase):
         for output, total, expected in cases:
             self.assertEqual(lift.count_passing(output, total), expected, output)
 
+    def test_pytest_cargo_and_go_outputs(self):
+        cases = [
+            ("..F.\n1 failed, 3 passed in 0.05s\n", 4, 3),
+            ("==== 2 failed, 11 passed, 1 warning in 0.12s ====\n", 13, 11),
+            ("==== 5 passed in 0.01s ====\n", 5, 5),
+            ("==== 4 failed in 0.01s ====\n", 4, 0),
+            ("test result: FAILED. 3 passed; 1 failed; 0 ignored\n"
+             "test result: ok. 2 passed; 0 failed; 0 ignored\n", 6, 5),
+            ("=== RUN   TestA\n--- PASS: TestA (0.00s)\n--- FAIL: TestB (0.00s)\n"
+             "    --- PASS: TestC/sub (0.00s)\nFAIL\n", 3, 2),
+        ]
+        for output, total, expected in cases:
+            self.assertEqual(lift.count_passing(output, total), expected, output)
+
     def test_the_last_code_block_is_taken(self):
         text = "first\n```python\na = 1\n```\nthen\n```\nb = 2\n```\n"
         self.assertEqual(lift.last_code_block(text), "b = 2\n")
@@ -229,6 +243,81 @@ class TestNodeTestNames(unittest.TestCase):
                                    capture_output=True, text=True)
                 self.assertEqual(p.returncode == 0, passes, (test, p.stdout))
                 self.assertEqual(lift.count_passing(p.stdout, 3), int(passes), p.stdout)
+
+
+def write_task(root, fields, files):
+    d = Path(root) / fields.get("id", "t")
+    d.mkdir(parents=True)
+    (d / "task.json").write_text(json.dumps(fields))
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return d
+
+
+SHELL_TASK = {"id": "greet_sh", "language": "shell", "file": "greet.sh", "tests": ["test.sh"], "total": 2,
+              "test_command": "bash test.sh", "description": "greet.sh prints hello."}
+
+
+class TestOwnTasks(unittest.TestCase):
+    def test_pytest_functions_and_classes_are_tests_run_one_by_one_with_pytest(self):
+        with tempfile.TemporaryDirectory() as root:
+            d = write_task(root, {"id": "p", "language": "python", "file": "m.py", "tests": ["test_m.py"],
+                                  "total": 3, "test_command": "python3 -m pytest -q test_m.py",
+                                  "description": "m"},
+                           {"m.py": "", "test_m.py": "import m\n\ndef test_one():\n    pass\n\n"
+                            "class TestTwo:\n    def test_a(self):\n        pass\n# a note\n"
+                            "    def test_b(self):\n        pass\n\ndef helper():\n    pass\n"})
+            (task,) = lift.load_tasks(None, root)
+            self.assertEqual(task["dir"], d)
+            names = [n for _, n in lift.test_names(task)]
+            self.assertEqual(names, ["test_one", "TestTwo.test_a", "TestTwo.test_b"])
+            self.assertEqual(lift.test_check(task, "test_m.py", "TestTwo.test_a"),
+                             "python3 -m pytest -q test_m.py::TestTwo::test_a")
+
+    def test_unittest_tests_after_a_top_level_function_are_not_methods(self):
+        with tempfile.TemporaryDirectory() as root:
+            write_task(root, {"id": "u", "language": "python", "file": "m.py", "tests": ["test_m.py"],
+                              "total": 1, "test_command": "python3 -m unittest -v test_m",
+                              "description": "m"},
+                       {"m.py": "", "test_m.py": "import unittest\n\nclass T(unittest.TestCase):\n"
+                        "    def test_a(self):\n        pass\n\ndef helper():\n    def test_inner():\n"
+                        "        pass\n"})
+            (task,) = lift.load_tasks(None, root)
+            self.assertEqual([n for _, n in lift.test_names(task)], ["T.test_a"])
+
+    def test_a_language_without_a_per_test_split_is_one_feature_running_the_test_command(self):
+        with tempfile.TemporaryDirectory() as root:
+            write_task(root, SHELL_TASK, {"greet.sh": "", "test.sh": "exit 1\n"})
+            (task,) = lift.load_tasks(["greet_sh"], root)
+            self.assertIsNone(lift.test_names(task))
+            self.assertEqual(lift.FEATURES["split"], "per-test")
+            features = lift.task_features(task)
+            self.assertEqual([(f["id"], f["check"]) for f in features], [("F001", "bash test.sh")])
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = lift.main(["--dry-run", "--tasks-dir", root, "--modes", "longrun", "--longrun", "/bin/longrun"])
+            self.assertEqual(rc, 0)
+            self.assertIn("greet_sh longrun: bash test.sh (2 tests)", out.getvalue())
+            self.assertIn("features: one", out.getvalue())
+
+    def test_a_bad_task_json_names_its_file_and_field(self):
+        cases = [
+            ({k: v for k, v in SHELL_TASK.items() if k != "total"}, {"greet.sh": "", "test.sh": ""}, "'total'"),
+            (dict(SHELL_TASK, tests="test.sh"), {"greet.sh": "", "test.sh": ""}, "'tests' must be a list"),
+            (dict(SHELL_TASK, total=True), {"greet.sh": "", "test.sh": ""}, "'total' must be a int"),
+            (SHELL_TASK, {"greet.sh": ""}, "'test.sh' must be a file beside task.json"),
+            (dict(SHELL_TASK, file="../x.sh"), {"test.sh": ""}, "'../x.sh' must be a file"),
+        ]
+        for fields, files, said in cases:
+            with tempfile.TemporaryDirectory() as root:
+                write_task(root, fields, files)
+                with self.assertRaises(SystemExit) as caught:
+                    lift.load_tasks(None, root)
+                self.assertIn("task.json: ", str(caught.exception))
+                self.assertIn(said, str(caught.exception))
+        with self.assertRaises(SystemExit) as caught:
+            lift.load_tasks(None, "/nonexistent/tasks")
+        self.assertIn("--tasks-dir", str(caught.exception))
 
 
 class TestLongrunSetUp(unittest.TestCase):
