@@ -106,15 +106,20 @@ def read_task(d):
         if not isinstance(task.get(field), kind) or isinstance(task.get(field), bool):
             raise SystemExit(f"{path}: field {field!r} must be a {kind.__name__} (see README, the lift benchmark)")
     for name in [task["file"], *task["tests"]]:
-        if not isinstance(name, str) or Path(name).name != name or not (d / name).is_file():
-            raise SystemExit(f"{path}: {name!r} must be a file beside task.json (a plain name, no directories)")
+        if not isinstance(name, str) or Path(name).name != name:
+            raise SystemExit(f"{path}: {name!r} must be a plain file name (no directories)")
+    for name in task["tests"]:
+        if not (d / name).is_file():
+            raise SystemExit(f"{path}: the test file {name!r} must be beside task.json")
     task["dir"] = d
     return task
 
 
 def task_files(task):
-    """The files a task starts with: the stub and the tests."""
-    return [task["file"], *task["tests"]]
+    """The files a task starts with: the stub (unless the model is to write it
+    from nothing) and the tests."""
+    stub = [task["file"]] if (task["dir"] / task["file"]).is_file() else []
+    return [*stub, *task["tests"]]
 
 
 def fresh_copy(task, into):
@@ -214,6 +219,8 @@ class Client:
 def run_bare(task, client, workdir):
     fresh_copy(task, workdir)
     files = "\n\n".join(f"{name}:\n```\n{(Path(workdir) / name).read_text()}```" for name in task_files(task))
+    if task["file"] not in task_files(task):
+        files += f"\n\n{task['file']} does not exist yet."
     prompt = (f"{task['description']}\n\n{files}\n\n"
               f"Reply with the complete new {task['file']} in one code block.")
     message = client.chat([{"role": "user", "content": prompt}])

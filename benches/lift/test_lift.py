@@ -300,13 +300,24 @@ class TestOwnTasks(unittest.TestCase):
             self.assertIn("greet_sh longrun: bash test.sh (2 tests)", out.getvalue())
             self.assertIn("features: one", out.getvalue())
 
+    def test_a_task_without_a_stub_asks_for_the_file_from_nothing(self):
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as work:
+            write_task(root, SHELL_TASK, {"test.sh": "test -f greet.sh\n"})
+            (task,) = lift.load_tasks(None, root)
+            self.assertEqual(lift.task_files(task), ["test.sh"])
+            with FakeServer([{"role": "assistant", "content": "```\necho hello\n```"}]) as server:
+                lift.run_bare(task, server.client(), work)
+            prompt = server.requests[0]["messages"][0]["content"]
+            self.assertIn("greet.sh does not exist yet.", prompt)
+            self.assertEqual((Path(work) / "greet.sh").read_text(), "echo hello\n")
+
     def test_a_bad_task_json_names_its_file_and_field(self):
         cases = [
             ({k: v for k, v in SHELL_TASK.items() if k != "total"}, {"greet.sh": "", "test.sh": ""}, "'total'"),
             (dict(SHELL_TASK, tests="test.sh"), {"greet.sh": "", "test.sh": ""}, "'tests' must be a list"),
             (dict(SHELL_TASK, total=True), {"greet.sh": "", "test.sh": ""}, "'total' must be a int"),
-            (SHELL_TASK, {"greet.sh": ""}, "'test.sh' must be a file beside task.json"),
-            (dict(SHELL_TASK, file="../x.sh"), {"test.sh": ""}, "'../x.sh' must be a file"),
+            (SHELL_TASK, {"greet.sh": ""}, "the test file 'test.sh' must be beside task.json"),
+            (dict(SHELL_TASK, file="../x.sh"), {"test.sh": ""}, "'../x.sh' must be a plain file name"),
         ]
         for fields, files, said in cases:
             with tempfile.TemporaryDirectory() as root:
