@@ -218,8 +218,9 @@ class Client:
 
 def run_bare(task, client, workdir):
     fresh_copy(task, workdir)
-    files = "\n\n".join(f"{name}:\n```\n{(Path(workdir) / name).read_text()}```" for name in task_files(task))
-    if task["file"] not in task_files(task):
+    names = task_files(task)
+    files = "\n\n".join(f"{name}:\n```\n{(Path(workdir) / name).read_text()}```" for name in names)
+    if task["file"] not in names:
         files += f"\n\n{task['file']} does not exist yet."
     prompt = (f"{task['description']}\n\n{files}\n\n"
               f"Reply with the complete new {task['file']} in one code block.")
