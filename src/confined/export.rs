@@ -185,10 +185,18 @@ fn commit_wip(
         Scope::Whole => stage_whole(repo, &mut index, &mut leave_out)?,
         Scope::Changed(paths) => stage_changed(repo, &mut index, base, paths, &mut leave_out)?,
     };
-    if !staged {
-        return Ok((false, dropped));
+    match staged {
+        Staged::Nothing => return Ok((false, dropped)),
+        // Written back only when staging changed it: a session that
+        // committed its work leaves an index of its HEAD's tree, and
+        // writing a thousand entries back unchanged costs every session.
+        Staged::Applied => index.write().context("the index cannot be written")?,
+        Staged::Unchanged => {}
     }
-    index.write().context("the index cannot be written")?;
+    // From the index's cached trees where staging left them valid (libgit2
+    // drops those along each path it stages). They are the session's
+    // writing, like everything here: whatever tree the WIP commit gets is
+    // exported, checked object by object and verified like any commit of it.
     let tree = repo.find_tree(index.write_tree()?)?;
     let parent = crate::git::head(repo)
         .map(|oid| repo.find_commit(oid))
@@ -211,19 +219,29 @@ fn commit_wip(
     Ok((true, dropped))
 }
 
+/// What staging did to the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Staged {
+    /// Nothing was left uncommitted: the index is HEAD's tree.
+    Nothing,
+    /// Nothing was staged, but the index may differ from HEAD's tree.
+    Unchanged,
+    /// Changes from the work tree were staged into the index.
+    Applied,
+}
+
 /// What `leave_out` says of a path (relative to the work tree) and whether
 /// the index tracks it: true keeps it out of the WIP commit.
 type LeaveOut<'a> = dyn FnMut(&Path, bool) -> bool + 'a;
 
-/// Stage the whole work tree, as `git add -A` would; false when nothing
-/// was left uncommitted.
+/// Stage the whole work tree, as `git add -A` would.
 fn stage_whole(
     repo: &Repository,
     index: &mut git2::Index,
     leave_out: &mut LeaveOut,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Staged> {
     if crate::git::uncommitted_paths(repo)?.is_empty() {
-        return Ok(false);
+        return Ok(Staged::Nothing);
     }
     let mut skip =
         |path: &Path, _spec: &[u8]| -> i32 { i32::from(leave_out(path, tracked(repo, path))) };
@@ -233,21 +251,21 @@ fn stage_whole(
     index
         .update_all(["*"], Some(&mut skip))
         .context("the work tree cannot be staged")?;
-    Ok(true)
+    Ok(Staged::Applied)
 }
 
 /// Stage what differs between the index and the work tree at the paths
 /// that can differ, as `git add -A` over the whole tree would: the paths
 /// the session changed (`changed`), and those where the index differs from
 /// `base`, whose work tree is the base's. libgit2 then reads only beneath
-/// them. False when nothing was staged and the index is HEAD's tree.
+/// them.
 fn stage_changed(
     repo: &Repository,
     index: &mut git2::Index,
     base: Oid,
     changed: &[Vec<u8>],
     leave_out: &mut LeaveOut,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Staged> {
     let Ok(base_tree) = repo.find_commit(base).and_then(|c| c.tree()) else {
         // Without the base, the index cannot be compared with the lower layer.
         return stage_whole(repo, index, leave_out);
@@ -276,7 +294,7 @@ fn stage_changed(
         head.is_some_and(|h| h.tree_id() == base_tree.id()) && staged.deltas().next().is_none();
     if paths.is_empty() {
         // (An empty pathspec would compare the whole tree.)
-        return Ok(!index_is_head);
+        return Ok(unchanged(index_is_head));
     }
     let mut opts = git2::DiffOptions::new();
     opts.include_untracked(true)
@@ -309,7 +327,18 @@ fn stage_changed(
         };
         staged.context("the work tree cannot be staged")?;
     }
-    Ok(applied || !index_is_head)
+    Ok(match applied {
+        true => Staged::Applied,
+        false => unchanged(index_is_head),
+    })
+}
+
+/// Nothing staged: whether anything at all was left uncommitted.
+fn unchanged(index_is_head: bool) -> Staged {
+    match index_is_head {
+        true => Staged::Nothing,
+        false => Staged::Unchanged,
+    }
 }
 
 fn tracked(repo: &Repository, path: &Path) -> bool {

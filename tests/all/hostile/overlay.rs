@@ -586,6 +586,25 @@ by_both!(
     uncommitted_work_is_kept_exactly
 );
 
+/// Staged with `git add` and never committed: the work tree and the index
+/// agree, so the export stages nothing again and takes the index as the
+/// session left it (which it does not write back).
+const STAGED_ONLY: &str =
+    "echo staged > tree/staged && echo more >> data/d7 && git add tree/staged data/d7";
+
+fn staged_work_is_kept_as_the_index_holds_it(by: By) {
+    let layered = kept_uncommitted(by, true, STAGED_ONLY).unwrap();
+    assert!(layered.starts_with("longrun: WIP"), "{layered}");
+    assert!(layered.contains("\ttree/staged\n"), "{layered}");
+    assert_eq!(Ok(layered), kept_uncommitted(by, false, STAGED_ONLY));
+}
+
+by_both!(
+    staged_work_left_uncommitted_is_kept_as_wip,
+    staged_work_left_uncommitted_is_kept_as_wip_as_uid_65534,
+    staged_work_is_kept_as_the_index_holds_it
+);
+
 /// Names git takes for its own, left uncommitted: `.git` in another case
 /// and its aliases, and a directory holding a `.git` file that points
 /// elsewhere.
