@@ -24,6 +24,10 @@ pub fn exec_confined(spec_json: &str, argv: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Err(e) = super::proxy_bridge::take_channel_from_stdin() {
+        eprintln!("longrun: {e:#}");
+        return ExitCode::from(1);
+    }
     if let Err(e) = confine(&spec) {
         eprintln!("longrun: cannot confine: {e:#}");
         return ExitCode::from(1);

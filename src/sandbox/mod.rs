@@ -32,7 +32,7 @@ pub use exec::{exec_confined, run_sandbox};
 pub use hint::denial_hint;
 pub use lifetime::{bind_to_parent, own_exe, Bound};
 pub use profile::{bundled_names, Filesystem, LandlockMode, Limits, Network, Profile};
-pub use proxy_bridge::{PROXY_FD, PROXY_PORT, PROXY_URL};
+pub use proxy_bridge::{PROXY_FD, PROXY_ON_STDIN_ENV, PROXY_PORT, PROXY_URL};
 pub use registries::{
     normalize as normalize_host, split_host_port, AllowList, Registries, DEFAULT_HOSTS,
 };

@@ -18,6 +18,36 @@ use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 /// (3 is the broker's).
 pub const PROXY_FD: i32 = 4;
 
+/// Set (to `1`) for `__exec` when its stdin is the proxy's channel: it
+/// moves the channel to [`PROXY_FD`] and puts `/dev/null` on stdin before
+/// it confines itself ([`take_channel_from_stdin`]). The orchestrator then
+/// starts the command with no code to run between fork and exec, which
+/// lets the standard library use posix_spawn instead of copying the
+/// orchestrator's page tables with a fork.
+pub const PROXY_ON_STDIN_ENV: &str = "LONGRUN_PROXY_ON_STDIN";
+
+/// In `__exec`, before confining: when [`PROXY_ON_STDIN_ENV`] says so, the
+/// proxy's channel moves from stdin to [`PROXY_FD`] and stdin reads
+/// nothing; the variable is dropped from the environment either way, so
+/// the program exec'd never sees it.
+pub fn take_channel_from_stdin() -> anyhow::Result<()> {
+    let asked = std::env::var_os(PROXY_ON_STDIN_ENV).is_some_and(|v| v == "1");
+    std::env::remove_var(PROXY_ON_STDIN_ENV);
+    if !asked {
+        return Ok(());
+    }
+    let null = std::fs::File::open("/dev/null").context("cannot open /dev/null")?;
+    // SAFETY: dup2 on descriptor numbers this process owns; the copy at
+    // PROXY_FD has no close-on-exec, as an inherited channel would not.
+    unsafe {
+        if libc::dup2(0, PROXY_FD) < 0 || libc::dup2(null.as_raw_fd(), 0) < 0 {
+            return Err(std::io::Error::last_os_error())
+                .context("cannot move the proxy's channel off stdin");
+        }
+    }
+    Ok(())
+}
+
 /// The proxy's port on the sandbox's own `lo`.
 pub const PROXY_PORT: u16 = 3128;
 
