@@ -11,6 +11,9 @@
 //! - the orchestrator's open descriptors and resident memory, sampled when
 //!   the verdict is printed;
 //! - the disk under `.longrun/` and `.git/`.
+//! - `probe`: the machine's pace, the same fixed work timed in the bench
+//!   after every verdict (the row's median), and at the end the growth
+//!   once that is taken out.
 //!
 //! Shapes: `flat`, 10 features passing at the start and every feature's
 //! mark a line of one file (the tree stays the same size: what grows is
@@ -344,6 +347,8 @@ struct Sample {
     /// The orchestrator's own CPU time (all its threads, not its children)
     /// since the last row, in ms.
     cpu_ms: f64,
+    /// The median of the row's [`probe`]s, in ms.
+    probe_ms: f64,
 }
 
 /// A row's orchestrator figures, for the summary after the run.
@@ -351,6 +356,50 @@ struct RowTimes {
     session: u32,
     median_ms: f64,
     cpu_ms: f64,
+    probe_ms: f64,
+}
+
+/// The machine's speed, measured beside the run: the same fixed work (a
+/// 1,015-feature features.json parsed into JSON values and dropped, work
+/// of the kind the orchestrator does) timed in this process after every
+/// verdict. The run's rows move with the machine too (the worker and the
+/// checks, separate processes doing the same work each session, move
+/// with them); a row's probe says by how much, so that a change of the
+/// machine's pace in the middle of a run is told apart from growth.
+struct Probe {
+    text: String,
+    taken: Vec<f64>,
+}
+
+impl Probe {
+    fn new() -> Probe {
+        let features: Vec<Value> = (1..=1015)
+            .map(|i| {
+                json!({"id": format!("F{i:05}"), "category": "functional",
+                       "description": format!("feature {i}"), "steps": ["make it"],
+                       "check": format!("test -f F{i:05}.txt"), "passes": i % 2 == 0})
+            })
+            .collect();
+        Probe {
+            text: json!({ "features": features }).to_string(),
+            taken: Vec::new(),
+        }
+    }
+
+    fn take(&mut self) {
+        let started = Instant::now();
+        let parsed: Value = serde_json::from_str(&self.text).unwrap();
+        drop(std::hint::black_box(parsed));
+        self.taken.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+
+    /// The median since the last row, and a fresh start.
+    fn row(&mut self) -> f64 {
+        self.taken.sort_by(f64::total_cmp);
+        let median = self.taken.get(self.taken.len() / 2).copied().unwrap_or(0.0);
+        self.taken.clear();
+        median
+    }
 }
 
 /// Run `continue --sessions N` under `ulimit -n 256`, printing a row every
@@ -382,6 +431,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) -> Vec<RowTimes> {
     let mut rows = Vec::new();
     let mut seen = 0;
     let mut outcome = Value::Null;
+    let mut probe = Probe::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let Ok(event) = serde_json::from_str::<Value>(&line.unwrap()) else {
             continue;
@@ -390,6 +440,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) -> Vec<RowTimes> {
             Some("verdict") => {
                 assert_eq!(event["verdict"], "accepted", "{event}");
                 seen += 1;
+                probe.take();
                 if seen % every == 0 || seen == sessions {
                     let wall_s = last.elapsed().as_secs_f64();
                     last = Instant::now();
@@ -410,6 +461,7 @@ fn run(dir: &Path, shape: &Shape, every: usize) -> Vec<RowTimes> {
                         transcript_bytes: transcripts(dir),
                         git_bytes,
                         cpu_ms: cpu_now - last_cpu,
+                        probe_ms: probe.row(),
                     };
                     last_cpu = cpu_now;
                     // The phases line follows the verdict by the cleanup.
@@ -475,8 +527,16 @@ fn print_header() {
         print!(" {p:>8}");
     }
     println!(
-        " {:>8} {:>8} {:>5} {:>8} {:>8} {:>10} {:>12} {:>10}",
-        "checks", "passing", "fds", "RSS MB", "anon MB", ".longrun/", "transcripts", ".git/"
+        " {:>8} {:>8} {:>5} {:>8} {:>8} {:>10} {:>12} {:>10} {:>6}",
+        "checks",
+        "passing",
+        "fds",
+        "RSS MB",
+        "anon MB",
+        ".longrun/",
+        "transcripts",
+        ".git/",
+        "probe"
     );
 }
 
@@ -529,7 +589,7 @@ fn print_row(
     // Every session is accepted (checked): one more passes each time.
     let passing = passing + s.session as usize - 1;
     println!(
-        " {:>8.1} {:>8} {:>5} {:>8.1} {:>8.1} {:>10} {:>12} {:>10}",
+        " {:>8.1} {:>8} {:>5} {:>8.1} {:>8.1} {:>10} {:>12} {:>10} {:>6.2}",
         mean("checks"),
         passing,
         s.fds,
@@ -537,12 +597,14 @@ fn print_row(
         s.anon_kib as f64 / 1024.0,
         mb(s.longrun_bytes),
         mb(s.transcript_bytes),
-        mb(s.git_bytes)
+        mb(s.git_bytes),
+        s.probe_ms
     );
     RowTimes {
         session: s.session,
         median_ms,
         cpu_ms,
+        probe_ms: s.probe_ms,
     }
 }
 
@@ -570,6 +632,22 @@ fn print_growth(rows: &[RowTimes]) {
         last.cpu_ms,
         ratio(first.cpu_ms, last.cpu_ms),
         ratio(first.cpu_ms, highest(|r| r.cpu_ms)),
+    );
+    // Each row's median over its probe: what is left of the growth once
+    // the machine's own change of pace is taken out.
+    let per_probe = |r: &RowTimes| ratio(r.probe_ms, r.median_ms);
+    println!(
+        "machine, session {} to {}: probe {:.2} -> {:.2} ms ({:.2}x); orchestrator median per probe {:.2}x (highest row {:.2}x)",
+        first.session,
+        last.session,
+        first.probe_ms,
+        last.probe_ms,
+        ratio(first.probe_ms, last.probe_ms),
+        ratio(per_probe(first), per_probe(last)),
+        ratio(
+            per_probe(first),
+            rows.iter().map(per_probe).fold(f64::MIN, f64::max)
+        ),
     );
 }
 
