@@ -629,11 +629,17 @@ pub fn attempt_message(
             ),
         ),
     };
+    // The later attempts, sampled hotter, start without the `[harness]`
+    // mark: the 1.5B model began half of such answers by writing it out
+    // again (replayed: 16 of 32, none of 32 without it), and the answer
+    // ended at once on the stop sequence, an attempt spent. The first
+    // keeps the message as it was measured at temperature 0.
+    let mark = if attempt == 1 { "[harness] " } else { "" };
     // What stays the same from one attempt to the next comes first, so a
     // server's prompt cache serves it (about 1,000 tokens of a small task;
     // 30 s each time at 35 tokens/s on two cores).
     Some(format!(
-        "[harness] Your feature `{id}`: {description}\n\n{at_start}Attempt {attempt}. {said}\n\n{asked} \
+        "{mark}Your feature `{id}`: {description}\n\n{at_start}Attempt {attempt}. {said}\n\n{asked} \
          Reply with the complete new {names}: one fenced code block per file, the file's path alone on the line before it. \
          The harness writes it, runs the check and keeps the best attempt.",
         id = feature.id,
