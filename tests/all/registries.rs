@@ -432,8 +432,12 @@ fn init_sh_installs_then_the_worker_builds(on_failure: &str, check: &str) {
     let (_files, registry) = registry_with_a_file();
     let other = StandIn::serve(Path::new("/nonexistent"));
     let profile = env.write("init-registries.toml", &init_only_profile(&registry));
+    // The proxy's channel reaches the confining helper on stdin: what
+    // init.sh runs with is a stdin that is no socket, no descriptor 4 and
+    // no variable naming it.
     let init_sh = format!(
         "#!/usr/bin/env bash\nset -e\n\
+         if [ -S /proc/self/fd/0 ] || [ -e /proc/self/fd/4 ] || [ -n \"${{LONGRUN_PROXY_ON_STDIN:-}}\" ]; then echo 'the channel leaked'; exit 1; fi\n\
          if [ ! -f deps/pkg.txt ]; then mkdir -p deps; curl -fsS {} -o deps/pkg.txt{on_failure}; fi\n\
          if curl -fsS --max-time 5 {} >/dev/null 2>&1; then echo 'reached another host'; exit 1; fi\n\
          echo ready\n",
