@@ -5,10 +5,13 @@
 //! features get ids F001, F002, ... by position. `import` converts the lists
 //! `init --features` brings from elsewhere.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use git2::{Oid, Repository};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 pub mod import;
@@ -21,15 +24,24 @@ pub fn is_valid_id(id: &str) -> bool {
 }
 
 /// One feature, as the orchestrator needs it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Feature {
     pub id: String,
     pub description: String,
     /// A shell command that passes only when the feature works.
     pub check: Option<String>,
     pub passes: bool,
-    /// The whole object as written, for the passes-only comparison.
-    raw: Value,
+    /// The object's text as written, for the passes-only comparison: kept
+    /// as text (one allocation), read as JSON only where two differ.
+    raw: Box<RawValue>,
+}
+
+impl PartialEq for Feature {
+    fn eq(&self, other: &Feature) -> bool {
+        (&self.id, &self.description, &self.check, self.passes)
+            == (&other.id, &other.description, &other.check, other.passes)
+            && self.raw.get() == other.raw.get()
+    }
 }
 
 /// Where a feature is in the list, as its errors name it (formatted only
@@ -51,36 +63,7 @@ pub struct FeatureList {
 impl FeatureList {
     /// Parse the text of a `features.json`. The error says what is wrong and where.
     pub fn parse(text: &str) -> Result<FeatureList, String> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| format!("{FILE_NAME} is not valid JSON: {e}"))?;
-        // Taken apart by value: each feature keeps its object as written.
-        let (items, positional) = match value {
-            Value::Array(items) => (items, true),
-            Value::Object(mut map) => match map.remove("features") {
-                Some(Value::Array(items)) => (items, false),
-                Some(_) => return Err(format!("{FILE_NAME}: `features` must be an array")),
-                None => {
-                    return Err(format!(
-                        "{FILE_NAME} has no `features` array: expected {{\"features\": [{{\"id\": ..., \"passes\": false}}]}}"
-                    ))
-                }
-            },
-            _ => return Err(format!("{FILE_NAME} must be an object with a `features` array")),
-        };
-        let features = items
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| Feature::from_value(i, item, positional))
-            .collect::<Result<Vec<_>, _>>()?;
-        // Everything is keyed by id: a list that names one twice cannot be read right.
-        let mut seen = HashSet::new();
-        if let Some(dup) = features.iter().find(|f| !seen.insert(f.id.as_str())) {
-            return Err(format!(
-                "{FILE_NAME}: feature id `{}` appears more than once; ids must be unique",
-                dup.id
-            ));
-        }
-        Ok(FeatureList { features })
+        Placed::parse(text).map(|placed| placed.list)
     }
 
     pub fn get(&self, id: &str) -> Option<&Feature> {
@@ -158,6 +141,97 @@ impl FeatureList {
     }
 }
 
+/// A list as parsed, with where each feature's object is in its text: what
+/// a later version that differs only inside one of them is derived from.
+struct Placed {
+    list: FeatureList,
+    /// Byte ranges of the features' objects, in order.
+    spans: Vec<Range<usize>>,
+    /// The top-level array format: ids are positions.
+    positional: bool,
+}
+
+impl Placed {
+    fn parse(text: &str) -> Result<Placed, String> {
+        let invalid = |e: serde_json::Error| format!("{FILE_NAME} is not valid JSON: {e}");
+        // Taken apart as text: each feature keeps its object as written, and
+        // nothing of the list is built as JSON values (a run reads a new
+        // version every session; a thousand features are 100,000s of them).
+        let (items, positional): (Vec<&RawValue>, bool) = match first_byte(text) {
+            Some(b'[') => (serde_json::from_str(text).map_err(invalid)?, true),
+            Some(b'{') => {
+                let mut top: HashMap<String, &RawValue> =
+                    serde_json::from_str(text).map_err(invalid)?;
+                match top.remove("features") {
+                    Some(items) if first_byte(items.get()) == Some(b'[') => {
+                        (serde_json::from_str(items.get()).map_err(invalid)?, false)
+                    }
+                    Some(_) => return Err(format!("{FILE_NAME}: `features` must be an array")),
+                    None => {
+                        return Err(format!(
+                            "{FILE_NAME} has no `features` array: expected {{\"features\": [{{\"id\": ..., \"passes\": false}}]}}"
+                        ))
+                    }
+                }
+            }
+            _ => {
+                serde_json::from_str::<&RawValue>(text).map_err(invalid)?;
+                return Err(format!(
+                    "{FILE_NAME} must be an object with a `features` array"
+                ));
+            }
+        };
+        let features = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| Feature::from_raw(i, item, positional))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Everything is keyed by id: a list that names one twice cannot be read right.
+        let mut seen = HashSet::new();
+        if let Some(dup) = features.iter().find(|f| !seen.insert(f.id.as_str())) {
+            return Err(duplicate_id(&dup.id));
+        }
+        let spans = items.iter().map(|item| span_in(text, item.get())).collect();
+        Ok(Placed {
+            list: FeatureList { features },
+            spans,
+            positional,
+        })
+    }
+}
+
+fn duplicate_id(id: &str) -> String {
+    format!("{FILE_NAME}: feature id `{id}` appears more than once; ids must be unique")
+}
+
+/// The first byte of `text` that is not JSON whitespace.
+fn first_byte(text: &str) -> Option<u8> {
+    text.bytes()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// Where `part`, a slice of `text`, lies in it.
+fn span_in(text: &str, part: &str) -> Range<usize> {
+    let start = part.as_ptr() as usize - text.as_ptr() as usize;
+    start..start + part.len()
+}
+
+/// The fields of a feature the orchestrator reads, each as written; any
+/// other field is kept only in the feature's text.
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    passes: Option<&'a RawValue>,
+    #[serde(borrow)]
+    description: Option<&'a RawValue>,
+    #[serde(borrow)]
+    check: Option<&'a RawValue>,
+    #[serde(borrow)]
+    steps: Option<&'a RawValue>,
+}
+
 /// The fields of a feature in the order people read them; others follow, by name.
 const FIELD_ORDER: &[&str] = &["id", "category", "description", "steps", "check", "passes"];
 
@@ -229,32 +303,39 @@ pub fn printable(id: &str) -> String {
 }
 
 impl Feature {
-    fn from_value(index: usize, item: Value, positional: bool) -> Result<Feature, String> {
+    fn from_raw(index: usize, item: &RawValue, positional: bool) -> Result<Feature, String> {
         let at = Position(index);
-        let obj = item
-            .as_object()
-            .ok_or_else(|| format!("{at} is not an object"))?;
+        if first_byte(item.get()) != Some(b'{') {
+            return Err(format!("{at} is not an object"));
+        }
+        let fields: Fields = serde_json::from_str(item.get())
+            .map_err(|e| format!("{at}: {e}; write each field once"))?;
+        let value = |raw: Option<&RawValue>| -> Result<Option<Value>, String> {
+            raw.map(|r| serde_json::from_str(r.get()))
+                .transpose()
+                .map_err(|e| format!("{at}: {e}"))
+        };
         let id = if positional {
             format!("F{:03}", index + 1)
         } else {
-            match obj.get("id") {
-                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            match value(fields.id)? {
+                Some(Value::String(s)) if !s.trim().is_empty() => s,
                 Some(Value::String(_)) => return Err(format!("{at} has an empty `id`")),
                 Some(_) => return Err(format!("{at}: `id` must be a string")),
                 None => return Err(format!("{at} has no `id`")),
             }
         };
-        let passes = match obj.get("passes") {
-            Some(Value::Bool(b)) => *b,
+        let passes = match value(fields.passes)? {
+            Some(Value::Bool(b)) => b,
             Some(_) => return Err(format!("{at} (`{id}`): `passes` must be true or false")),
             None => return Err(format!("{at} (`{id}`) has no `passes` field")),
         };
-        let description = match obj.get("description") {
-            Some(Value::String(s)) => s.clone(),
+        let description = match value(fields.description)? {
+            Some(Value::String(s)) => s,
             None => String::new(),
             Some(_) => return Err(format!("{at} (`{id}`): `description` must be a string")),
         };
-        let check = match obj.get("check") {
+        let check = match value(fields.check)? {
             // No process can be given it as an argument.
             Some(Value::String(s)) if s.contains('\0') => {
                 return Err(format!(
@@ -262,7 +343,7 @@ impl Feature {
                     printable(&id)
                 ))
             }
-            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
             Some(Value::String(_)) | Some(Value::Null) | None => None,
             Some(_) => {
                 return Err(format!(
@@ -270,8 +351,8 @@ impl Feature {
                 ))
             }
         };
-        if let Some(steps) = obj.get("steps") {
-            if !steps.is_array() {
+        if let Some(steps) = fields.steps {
+            if first_byte(steps.get()) != Some(b'[') {
                 return Err(format!(
                     "{at} (`{id}`): `steps` must be an array of strings"
                 ));
@@ -282,45 +363,130 @@ impl Feature {
             description,
             check,
             passes,
-            raw: item,
+            raw: item.to_owned(),
         })
     }
 
-    /// The feature's object as written, pretty-printed.
+    /// The feature's object as written, pretty-printed (as written, where
+    /// it is too deep to read as JSON values).
     pub fn pretty_json(&self) -> String {
-        serde_json::to_string_pretty(&self.raw).unwrap_or_default()
+        serde_json::from_str::<Value>(self.raw.get())
+            .and_then(|v| serde_json::to_string_pretty(&v))
+            .unwrap_or_else(|_| self.raw.get().to_string())
     }
 
-    /// Every field but `key` is the same in `other`, as JSON. Compared in
-    /// place: a run compares every feature of the list each session.
+    /// The feature's object, as JSON values; None where it is too deep to read.
+    fn object(&self) -> Option<serde_json::Map<String, Value>> {
+        match serde_json::from_str(self.raw.get()) {
+            Ok(Value::Object(map)) => Some(map),
+            _ => None,
+        }
+    }
+
+    /// Every field but `key` is the same in `other`, as JSON. The same text
+    /// is the same JSON; only features whose texts differ are read as
+    /// values (a run compares every feature of the list each session, and
+    /// one of them changed).
     fn same_but(&self, other: &Feature, key: &str) -> bool {
-        let (Value::Object(a), Value::Object(b)) = (&self.raw, &other.raw) else {
-            return self.raw == other.raw;
+        if self.raw.get() == other.raw.get() {
+            return true;
+        }
+        let (Some(a), Some(b)) = (self.object(), other.object()) else {
+            return false;
         };
         let fields =
             |m: &serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key(key));
-        fields(a) == fields(b)
+        fields(&a) == fields(&b)
             && a.iter()
                 .filter(|(k, _)| k.as_str() != key)
                 .all(|(k, v)| b.get(k) == Some(v))
     }
 }
 
-/// Parsed versions of `features.json`, newest last, keyed by blob id.
-static PARSED: Mutex<Vec<(Oid, Parsed)>> = Mutex::new(Vec::new());
+/// Versions of `features.json` as read, newest last.
+static PARSED: Mutex<Vec<Version>> = Mutex::new(Vec::new());
 
-/// How many parsed versions are kept: main's, a session's base and head,
-/// the candidate's, with room for sessions side by side.
+/// How many versions are kept: main's, a session's base and head, the
+/// candidate's, with room for sessions side by side.
 const PARSED_KEPT: usize = 8;
 
 /// A version of the list as parsed: the list, or what is wrong with it.
 pub type Parsed = Result<Arc<FeatureList>, String>;
 
+/// One version: its blob, what it parsed to, and (when it parsed) its
+/// text and where its features are in it.
+struct Version {
+    blob: Oid,
+    parsed: Parsed,
+    text: String,
+    spans: Vec<Range<usize>>,
+    positional: bool,
+}
+
+impl Version {
+    /// The list `text` holds, read from this version where the two differ
+    /// only inside one feature's object (a session's head differs from its
+    /// base in the `passes` it flipped): that object is parsed, the other
+    /// features are this version's. The result is what parsing the whole
+    /// text gives: outside that object the two texts are the same bytes, and
+    /// in its place stands one whole JSON object. None where the change is
+    /// elsewhere, or the new object is not one or does not read as a
+    /// feature (a whole parse then says what is wrong).
+    fn derive(&self, text: &str) -> Option<Placed> {
+        let list = self.parsed.as_ref().ok()?;
+        let (old, new) = (self.text.as_bytes(), text.as_bytes());
+        let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let room = old.len().min(new.len()) - prefix;
+        let suffix = old
+            .iter()
+            .rev()
+            .zip(new.iter().rev())
+            .take(room)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let k = self
+            .spans
+            .partition_point(|s| s.start <= prefix)
+            .checked_sub(1)?;
+        let span = &self.spans[k];
+        if old.len() - suffix > span.end {
+            return None;
+        }
+        // Where the spans after it are now: shifted by the change in length.
+        let moved = |at: usize| (at + new.len()).checked_sub(old.len());
+        let end = moved(span.end)?;
+        let part = text.get(span.start..end)?;
+        let raw: &RawValue = serde_json::from_str(part).ok()?;
+        if raw.get().len() != part.len() {
+            return None;
+        }
+        let feature = Feature::from_raw(k, raw, self.positional).ok()?;
+        if feature.id != list.features[k].id && list.features.iter().any(|f| f.id == feature.id) {
+            return None;
+        }
+        let mut features = list.features.clone();
+        features[k] = feature;
+        let mut spans = Vec::with_capacity(self.spans.len());
+        spans.extend_from_slice(&self.spans[..k]);
+        spans.push(span.start..end);
+        for s in &self.spans[k + 1..] {
+            spans.push(moved(s.start)?..moved(s.end)?);
+        }
+        Some(Placed {
+            list: FeatureList { features },
+            spans,
+            positional: self.positional,
+        })
+    }
+}
+
 /// `features.json` at `commit`: None where the commit has none, else the
 /// list or what is wrong with it. Each version (blob) is parsed once per
 /// process and shared: a run reads main's list several times a session,
-/// and a list of a thousand features takes milliseconds to parse. A blob's
-/// id is the hash of its content, so a version is the same in every repository.
+/// and a list of a thousand features takes milliseconds to parse; a new
+/// version that differs from a kept one inside one feature is derived from
+/// it. A blob's id is the hash of its content, so a version is the same in
+/// every repository.
 pub fn list_at(repo: &Repository, commit: Oid) -> anyhow::Result<Option<Parsed>> {
     let Some(entry) = crate::git::entry_at(repo, commit, FILE_NAME)? else {
         return Ok(None);
@@ -330,12 +496,33 @@ pub fn list_at(repo: &Repository, commit: Oid) -> anyhow::Result<Option<Parsed>>
         return Ok(Some(hit));
     }
     let blob = entry.to_object(repo)?.peel_to_blob()?;
-    let parsed = FeatureList::parse(&String::from_utf8_lossy(blob.content())).map(Arc::new);
+    let text = String::from_utf8_lossy(blob.content()).into_owned();
+    let derived = PARSED
+        .lock()
+        .ok()
+        .and_then(|kept| kept.iter().rev().find_map(|v| v.derive(&text)));
+    let version = match derived.map_or_else(|| Placed::parse(&text), Ok) {
+        Ok(placed) => Version {
+            blob: id,
+            parsed: Ok(Arc::new(placed.list)),
+            text,
+            spans: placed.spans,
+            positional: placed.positional,
+        },
+        Err(e) => Version {
+            blob: id,
+            parsed: Err(e),
+            text: String::new(),
+            spans: Vec::new(),
+            positional: false,
+        },
+    };
+    let parsed = version.parsed.clone();
     if let Ok(mut kept) = PARSED.lock() {
         if kept.len() >= PARSED_KEPT {
             kept.drain(..1);
         }
-        kept.push((id, parsed.clone()));
+        kept.push(version);
     }
     Ok(Some(parsed))
 }
@@ -343,9 +530,9 @@ pub fn list_at(repo: &Repository, commit: Oid) -> anyhow::Result<Option<Parsed>>
 /// The parsed version of blob `id`, when kept; it becomes the newest.
 fn cached(id: Oid) -> Option<Parsed> {
     let mut kept = PARSED.lock().ok()?;
-    let at = kept.iter().position(|(k, _)| *k == id)?;
+    let at = kept.iter().position(|v| v.blob == id)?;
     let hit = kept.remove(at);
-    let parsed = hit.1.clone();
+    let parsed = hit.parsed.clone();
     kept.push(hit);
     Some(parsed)
 }
@@ -488,6 +675,166 @@ mod tests {
         let err = list_at(&repo, broken).unwrap().unwrap().unwrap_err();
         assert!(err.contains("not valid JSON"), "{err}");
         assert!(list_at(&repo, commit_list(&repo, None)).unwrap().is_none());
+    }
+
+    /// Kept version of `text`, as `list_at` keeps one.
+    fn version(text: &str) -> Version {
+        let placed = Placed::parse(text).unwrap();
+        Version {
+            blob: Oid::zero(),
+            parsed: Ok(Arc::new(placed.list)),
+            text: text.to_string(),
+            spans: placed.spans,
+            positional: placed.positional,
+        }
+    }
+
+    /// A derived version is exactly the whole parse: list and spans.
+    fn assert_derives_as_parsed(from: &Version, text: &str) -> bool {
+        let Some(derived) = from.derive(text) else {
+            return false;
+        };
+        let whole = Placed::parse(text).unwrap_or_else(|e| panic!("derived, but {e}: {text}"));
+        assert_eq!(derived.list, whole.list, "{text}");
+        assert_eq!(derived.spans, whole.spans, "{text}");
+        true
+    }
+
+    #[test]
+    fn a_change_inside_one_feature_is_derived_as_a_whole_parse_reads_it() {
+        let base = r#"{"features": [
+            {"id": "a", "description": "one", "steps": ["x"], "passes": false},
+            {"id": "b", "description": "tw\u006f", "passes": false},
+            {"id": "c", "passes": false, "check": "t"}
+        ], "note": {"x": [1, 2]}}"#;
+        let from = version(base);
+        for (head, derived) in [
+            (base.replacen("false", "true", 1), true),
+            (
+                base.replacen(
+                    r#""passes": false, "check""#,
+                    r#""passes": true, "check""#,
+                    1,
+                ),
+                true,
+            ),
+            (base.replace("\"one\"", "\"one, longer now\""), true),
+            (base.replace("\"c\"", "\"d\""), true),
+            // Two features touched, or the change outside any: read whole.
+            (base.replace("false", "true"), false),
+            (base.replace("[1, 2]", "[1, 3]"), false),
+            (base.replace("\n        ]", "]"), false),
+            // What a whole parse refuses is left to it, to say why.
+            (base.replace("\"c\"", "\"a\""), false),
+            (base.replace("\"c\", ", "\"c\"}, {\"id\": \"e\", "), false),
+            (base.replacen("false", "fals", 1), false),
+            (
+                base.replacen("\"passes\": false", "\"passes\": 1", 1),
+                false,
+            ),
+            (base.replacen("{\"id\": \"a\"", " {\"id\": \"a\"", 1), false),
+        ] {
+            assert_eq!(assert_derives_as_parsed(&from, &head), derived, "{head}");
+        }
+        let array =
+            r#"[{"description": "d", "passes": false}, {"description": "e", "passes": false}]"#;
+        let head = array.replacen("false", "true", 1);
+        assert!(assert_derives_as_parsed(&version(array), &head));
+        assert_eq!(Placed::parse(&head).unwrap().list.features[1].id, "F002");
+    }
+
+    #[test]
+    fn any_edit_is_derived_as_a_whole_parse_reads_it_or_left_to_one() {
+        // Random edits of a list, each a few bytes of JSON replacing a few:
+        // a derived list must be what parsing the whole text gives.
+        let base = render(
+            &(1..=12)
+                .map(|i| {
+                    let mut f = serde_json::Map::new();
+                    f.insert("id".into(), format!("F{i:03}").into());
+                    f.insert("description".into(), format!("feature {i} \"q\"").into());
+                    f.insert("steps".into(), serde_json::json!(["a", {"b": [i]}]));
+                    f.insert("passes".into(), (i % 3 == 0).into());
+                    f
+                })
+                .collect::<Vec<_>>(),
+        );
+        let from = version(&base);
+        let pieces = [
+            "",
+            "true",
+            "false",
+            "\"",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            " ",
+            "\\",
+            "\"F001\"",
+            "\"id\"",
+            "\"passes\": true",
+            "}, {",
+            "\"x\": 1,",
+            "é",
+            "\u{1F600}",
+            "\n",
+        ];
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut derived = 0;
+        for _ in 0..3000 {
+            let mut text = base.clone();
+            for _ in 0..=next(2) {
+                let at = next(text.len());
+                let len = next(4).min(text.len() - at);
+                let (Some(_), Some(_)) = (text.get(..at), text.get(at + len..)) else {
+                    continue;
+                };
+                text.replace_range(at..at + len, pieces[next(pieces.len())]);
+            }
+            if assert_derives_as_parsed(&from, &text) {
+                derived += 1;
+            }
+        }
+        assert!(derived > 100, "only {derived} edits were derived");
+    }
+
+    #[test]
+    fn a_field_written_twice_is_refused() {
+        let text = r#"{"features": [{"id": "a", "passes": false, "passes": true}]}"#;
+        let err = FeatureList::parse(text).unwrap_err();
+        assert!(
+            err.contains("feature #1") && err.contains("duplicate field `passes`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn features_too_deep_to_read_as_values_are_not_the_same() {
+        let deep = |inner: &str| {
+            format!(
+                r#"{{"features": [{{"id": "a", "passes": false, "x": {}{inner}{}}}]}}"#,
+                "[".repeat(300),
+                "]".repeat(300)
+            )
+        };
+        let (one, two) = (deep("1"), deep("2"));
+        let problems = passes_only_problems(&one, &two, "a");
+        assert!(
+            problems.iter().any(|p| p.contains("`a` was edited")),
+            "{problems:?}"
+        );
+        assert_eq!(passes_only_problems(&one, &one, "a"), Vec::<String>::new());
+        let list = FeatureList::parse(&one).unwrap();
+        assert!(list.features[0].pretty_json().starts_with("{\"id\""));
     }
 
     #[test]
