@@ -27,7 +27,13 @@
 //! cargo bench --bench scale -- --sessions 300 --big-sessions 50 --only small,large,big
 //! cargo bench --bench scale -- --only small --passing 1000 --sessions 40 --every 20
 //! cargo bench --bench scale -- --only small --split  # and a fresh run at the end's size
+//! cargo bench --bench scale -- --only small --paired 6  # and session 50 beside the last
 //! ```
+//!
+//! `--paired ROUNDS` compares the run's last session with its first row's
+//! on the same minutes of the machine: a young project of the same shape
+//! (at session `--every`) and the run's own take turns, 20 sessions each,
+//! and each round's ratio of their medians is printed.
 //!
 //! `--split` parts the growth: after each shape's run, a fresh project at
 //! its last row's size (as many features passing and files, the same
@@ -97,6 +103,9 @@ struct Options {
     keep: bool,
     /// After each shape's run, a fresh run at its last row's size.
     split: bool,
+    /// After each shape's run, this many rounds of a young project and the
+    /// run's own one side by side.
+    paired: usize,
 }
 
 fn main() {
@@ -121,32 +130,46 @@ fn main() {
         suite: !args.iter().any(|a| a == "--no-suite"),
         keep: args.iter().any(|a| a == "--keep"),
         split: args.iter().any(|a| a == "--split"),
+        paired: value("--paired").map_or(0, |v| v.parse().expect("--paired ROUNDS")),
     };
     let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
     // --passing N: the flat, small and big shapes start with N features
     // passing (what session N of a long run has, without its history).
     let small: usize = value("--passing").map_or(small, |v| v.parse().expect("--passing N"));
-    let shapes = [
+    let mut shapes = [
         Shape::new("flat", small, 0, sessions, true),
         Shape::new("small", small, 0, sessions, false),
         Shape::new("large", large, 0, sessions, false),
         Shape::new("big", small, files, big_sessions, false),
     ];
+    // The paired rounds' sessions each need a feature of their own.
+    for shape in &mut shapes {
+        shape.features += options.paired * PAIRED_BATCH;
+    }
     for shape in shapes
         .iter()
         .filter(|s| only.split(',').any(|o| o == s.name))
     {
-        let rows = run_shape(shape, &options);
-        print_growth(&rows);
+        let rows = run_shape(shape, &options, |dir, rows| {
+            print_growth(rows);
+            if options.paired > 0 && rows.len() > 1 {
+                paired(shape, dir, &options);
+            }
+        });
         if options.split && shape.sessions > 2 * options.every {
-            let fresh = run_shape(&shape.at_the_end(options.every), &options);
+            let fresh = run_shape(&shape.at_the_end(options.every), &options, |_, _| {});
             print_split(&rows, &fresh);
         }
     }
 }
 
-/// Set up `shape` and run it; its rows' times.
-fn run_shape(shape: &Shape, options: &Options) -> Vec<RowTimes> {
+/// Set up `shape` and run it; its rows' times. `then` gets the project
+/// and the rows after the run.
+fn run_shape(
+    shape: &Shape,
+    options: &Options,
+    then: impl FnOnce(&Path, &[RowTimes]),
+) -> Vec<RowTimes> {
     let root = tempfile::Builder::new()
         .prefix("longrun-scale-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -182,10 +205,84 @@ fn run_shape(shape: &Shape, options: &Options) -> Vec<RowTimes> {
         }
     );
     print_header();
-    let rows = run(&dir, shape, options.every);
+    let rows = run(&dir, shape, options.every, 2);
     println!("(times in ms per session, means over the row's sessions; orch: the phases but worker and checks; between: the rest of the wall time)");
+    then(&dir, &rows);
     drop(root);
     rows
+}
+
+/// Sessions per batch of `--paired`.
+const PAIRED_BATCH: usize = 20;
+
+/// `--paired ROUNDS`: the run's project (at its last session) and a young
+/// one of the same shape (at session `every`, the first row's), each
+/// running a batch of sessions in turn, the order swapped every round.
+/// The machine's pace moves over a long run (by half on this one, other
+/// tenants' doing); two batches a minute apart share it, so each round's
+/// ratio is the growth alone: history, tree and passing features, though
+/// not the age of one long-running process.
+fn paired(shape: &Shape, old: &Path, options: &Options) {
+    let root = tempfile::Builder::new()
+        .prefix("longrun-scale-young-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let young = root.path().join("project");
+    set_up(&young, root.path(), shape, options);
+    let start = Shape {
+        sessions: options.every,
+        ..*shape
+    };
+    println!(
+        "\npaired: a young {} project, its first {} sessions",
+        shape.name, options.every
+    );
+    print_header();
+    let mut next = [
+        run(&young, &start, options.every, 2)
+            .last()
+            .map_or(2, |r| r.session + 1),
+        shape.sessions as u32 + 1,
+    ];
+    let batch = Shape {
+        sessions: PAIRED_BATCH,
+        ..*shape
+    };
+    println!(
+        "\npaired: {} rounds of {PAIRED_BATCH} sessions, young and old in turn",
+        options.paired
+    );
+    print_header();
+    let mut ratios = Vec::new();
+    for round in 0..options.paired {
+        let mut medians = [0.0; 2];
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let dir = if side == 0 { young.as_path() } else { old };
+            let rows = run(dir, &batch, PAIRED_BATCH, next[side]);
+            let last = rows.last().expect("a batch's row");
+            medians[side] = last.median_ms;
+            next[side] = last.session + 1;
+        }
+        let ratio = medians[1] / medians[0].max(f64::MIN_POSITIVE);
+        println!(
+            "round {}: young {:.1} ms, old {:.1} ms: {ratio:.2}x",
+            round + 1,
+            medians[0],
+            medians[1]
+        );
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    let median = (ratios[(n - 1) / 2] + ratios[n / 2]) / 2.0;
+    if let (Some(low), Some(high)) = (ratios.first(), ratios.last()) {
+        println!(
+            "paired, session {} against session {}: orchestrator median {median:.2}x (rounds {low:.2}x to {high:.2}x)",
+            options.every,
+            shape.sessions,
+        );
+    }
 }
 
 /// The project after its initializer: `passing` features already done by a
@@ -404,9 +501,10 @@ impl Probe {
 
 /// Run `continue --sessions N` under `ulimit -n 256`, printing a row every
 /// `every` verdicts; the rows' times.
-fn run(dir: &Path, shape: &Shape, every: usize) -> Vec<RowTimes> {
+/// `first`: the number of the first session to come.
+fn run(dir: &Path, shape: &Shape, every: usize, first: u32) -> Vec<RowTimes> {
     let sessions = shape.sessions;
-    let mut from = 2;
+    let mut from = first;
     let mut child = Command::new("bash")
         .arg("-c")
         .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
