@@ -90,6 +90,22 @@ fn flipping_another_feature_is_rejected() {
 }
 
 #[test]
+fn a_feature_naming_a_field_twice_is_rejected() {
+    // Read as most JSON readers do (the last one wins), `b` would be
+    // flipped; a list whose readers can disagree is refused.
+    let flipped = features(&[("a", true, "test -f a.txt"), ("b", false, "test -f b.txt")]);
+    let twice = flipped.replacen(
+        "\"id\": \"b\",\n      \"passes\": false",
+        "\"id\": \"b\",\n      \"passes\": false,\n      \"passes\": true",
+        1,
+    );
+    assert_ne!(twice, flipped);
+    let env = project_with_worker(worker(&[("a.txt", "x"), ("b.txt", "x")], &twice));
+    continue_once(&env);
+    assert_refused(&env, "rejected", "duplicate field `passes`");
+}
+
+#[test]
 fn deleting_a_feature_is_rejected() {
     let env = project_with_worker(worker(
         &[("a.txt", "x")],
