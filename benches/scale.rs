@@ -254,6 +254,8 @@ fn paired(shape: &Shape, old: &Path, options: &Options) {
     );
     print_header();
     let mut ratios = Vec::new();
+    // Every session's phases, young and old, over all rounds.
+    let mut sessions: [Vec<BTreeMap<String, f64>>; 2] = [Vec::new(), Vec::new()];
     for round in 0..options.paired {
         let mut medians = [0.0; 2];
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
@@ -262,6 +264,12 @@ fn paired(shape: &Shape, old: &Path, options: &Options) {
             let rows = run(dir, &batch, PAIRED_BATCH, next[side]);
             let last = rows.last().expect("a batch's row");
             medians[side] = last.median_ms;
+            let phases = read_phases(&dir.join(".longrun/longrun.log"));
+            sessions[side].extend(
+                phases
+                    .range(next[side]..=last.session)
+                    .map(|(_, m)| m.clone()),
+            );
             next[side] = last.session + 1;
         }
         let ratio = medians[1] / medians[0].max(f64::MIN_POSITIVE);
@@ -283,6 +291,29 @@ fn paired(shape: &Shape, old: &Path, options: &Options) {
             shape.sessions,
         );
     }
+    // Where the difference is: each phase's median over every session of
+    // the rounds (a batch's first session, which opens the project, is one
+    // in twenty).
+    let median_of = |side: &[BTreeMap<String, f64>], phase: &str| {
+        let mut v: Vec<f64> = side
+            .iter()
+            .map(|m| m.get(phase).copied().unwrap_or(0.0))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let parts: Vec<String> = PHASES
+        .iter()
+        .chain(&["checks"])
+        .map(|p| {
+            let (y, o) = (median_of(&sessions[0], p), median_of(&sessions[1], p));
+            format!("{p} {y:.1} -> {o:.1} ({:+.1})", o - y)
+        })
+        .collect();
+    println!(
+        "paired, by phase (median ms, young -> old): {}",
+        parts.join(", ")
+    );
 }
 
 /// The project after its initializer: `passing` features already done by a
