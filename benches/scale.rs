@@ -32,7 +32,8 @@
 //!
 //! `--paired ROUNDS` compares the run's last session with its first row's
 //! on the same minutes of the machine: a young project of the same shape
-//! (at session `--every`) and the run's own take turns, 20 sessions each,
+//! (at session `--every`) and the run's own take turns, 20 sessions each
+//! (`cargo test` runs one round of a session each),
 //! and each round's ratio of their medians is printed.
 //!
 //! `--split` parts the growth: after each shape's run, a fresh project at
@@ -130,7 +131,9 @@ fn main() {
         suite: !args.iter().any(|a| a == "--no-suite"),
         keep: args.iter().any(|a| a == "--keep"),
         split: args.iter().any(|a| a == "--split"),
-        paired: value("--paired").map_or(0, |v| v.parse().expect("--paired ROUNDS")),
+        // One round under `cargo test`, so that the mode is run too.
+        paired: value("--paired")
+            .map_or(usize::from(!full), |v| v.parse().expect("--paired ROUNDS")),
     };
     let (small, large, files) = if full { (10, 300, 5000) } else { (2, 5, 50) };
     // --passing N: the flat, small and big shapes start with N features
@@ -144,7 +147,7 @@ fn main() {
     ];
     // The paired rounds' sessions each need a feature of their own.
     for shape in &mut shapes {
-        shape.features += options.paired * PAIRED_BATCH;
+        shape.features += options.paired * paired_batch(&options);
     }
     for shape in shapes
         .iter()
@@ -212,8 +215,10 @@ fn run_shape(
     rows
 }
 
-/// Sessions per batch of `--paired`.
-const PAIRED_BATCH: usize = 20;
+/// Sessions per batch of `--paired`: 20, or a row's when rows are shorter.
+fn paired_batch(options: &Options) -> usize {
+    options.every.min(20)
+}
 
 /// `--paired ROUNDS`: the run's project (at its last session) and a young
 /// one of the same shape (at session `every`, the first row's), each
@@ -245,12 +250,12 @@ fn paired(shape: &Shape, old: &Path, options: &Options) {
         shape.sessions as u32 + 1,
     ];
     let batch = Shape {
-        sessions: PAIRED_BATCH,
+        sessions: paired_batch(options),
         ..*shape
     };
     println!(
-        "\npaired: {} rounds of {PAIRED_BATCH} sessions, young and old in turn",
-        options.paired
+        "\npaired: {} rounds of {} sessions, young and old in turn",
+        options.paired, batch.sessions
     );
     print_header();
     let mut ratios = Vec::new();
@@ -261,7 +266,7 @@ fn paired(shape: &Shape, old: &Path, options: &Options) {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for side in order {
             let dir = if side == 0 { young.as_path() } else { old };
-            let rows = run(dir, &batch, PAIRED_BATCH, next[side]);
+            let rows = run(dir, &batch, batch.sessions, next[side]);
             let last = rows.last().expect("a batch's row");
             medians[side] = last.median_ms;
             let phases = read_phases(&dir.join(".longrun/longrun.log"));

@@ -189,7 +189,10 @@ impl Placed {
         // Everything is keyed by id: a list that names one twice cannot be read right.
         let mut seen = HashSet::new();
         if let Some(dup) = features.iter().find(|f| !seen.insert(f.id.as_str())) {
-            return Err(duplicate_id(&dup.id));
+            return Err(format!(
+                "{FILE_NAME}: feature id `{}` appears more than once; ids must be unique",
+                dup.id
+            ));
         }
         let spans = items.iter().map(|item| span_in(text, item.get())).collect();
         Ok(Placed {
@@ -198,10 +201,6 @@ impl Placed {
             positional,
         })
     }
-}
-
-fn duplicate_id(id: &str) -> String {
-    format!("{FILE_NAME}: feature id `{id}` appears more than once; ids must be unique")
 }
 
 /// The first byte of `text` that is not JSON whitespace.
