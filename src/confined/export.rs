@@ -197,14 +197,15 @@ fn commit_wip(
     // drops those along each path it stages). They are the session's
     // writing, like everything here: whatever tree the WIP commit gets is
     // exported, checked object by object and verified like any commit of it.
-    let tree = repo.find_tree(index.write_tree()?)?;
+    let tree = index.write_tree()?;
     let parent = crate::git::head(repo)
         .map(|oid| repo.find_commit(oid))
         .transpose()
         .context("HEAD does not name a commit")?;
-    if parent.as_ref().is_some_and(|p| p.tree_id() == tree.id()) {
+    if parent.as_ref().is_some_and(|p| p.tree_id() == tree) {
         return Ok((false, dropped));
     }
+    let tree = repo.find_tree(tree)?;
     let parents: Vec<&git2::Commit> = parent.iter().collect();
     let sig = git2::Signature::now("longrun", "longrun@localhost")?;
     repo.commit(
@@ -296,18 +297,42 @@ fn stage_changed(
         // (An empty pathspec would compare the whole tree.)
         return Ok(unchanged(index_is_head));
     }
+    // A path whose file is as the index holds it by its stat data, or
+    // plainly added or deleted, is settled here; libgit2 compares the rest
+    // (directories, type changes, files whose stat data differ) beneath
+    // them alone: its comparison reads every entry of the index and of each
+    // directory it enters, the whole tree for paths all over it.
+    let workdir = repo.workdir().context("no work tree")?.to_path_buf();
+    let racy_from = index_mtime(repo);
+    let mut applied = false;
+    let mut compared: Vec<&Vec<u8>> = Vec::new();
+    for path in &paths {
+        if compared.iter().any(|c| beneath(path, c)) {
+            continue;
+        }
+        match settle(repo, index, &workdir, path, racy_from, leave_out)? {
+            Settled::Staged => applied = true,
+            Settled::Same => {}
+            Settled::Compare => compared.push(path),
+        }
+    }
+    if compared.is_empty() {
+        return Ok(match applied {
+            true => Staged::Applied,
+            false => unchanged(index_is_head),
+        });
+    }
     let mut opts = git2::DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
         .include_typechange(true)
         .disable_pathspec_match(true);
-    for path in &paths {
+    for path in compared {
         opts.pathspec(path.clone());
     }
     let diff = repo
         .diff_index_to_workdir(Some(index), Some(&mut opts))
         .context("the work tree cannot be compared with the index")?;
-    let mut applied = false;
     // As libgit2's own `add_all` applies its comparison of the whole tree.
     for delta in diff.deltas() {
         let old = Path::new(OsStr::from_bytes(
@@ -331,6 +356,110 @@ fn stage_changed(
         true => Staged::Applied,
         false => unchanged(index_is_head),
     })
+}
+
+/// What [`settle`] made of one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// The work tree holds what the index does (or nothing staging takes).
+    Same,
+    /// The file was added, updated or removed in the index.
+    Staged,
+    /// For libgit2's comparison, beneath this path.
+    Compare,
+}
+
+/// Stage one path as `git add -A` would where that takes no comparison
+/// of content: a regular file or symlink under real directories, where
+/// the index holds a file or nothing and no directory. A tracked file whose
+/// stat data (size, modification time, inode, mode) are exactly the index
+/// entry's, and written before the index was, is the same (git's own test);
+/// a file the index lacks is added unless ignored; a missing one removed.
+/// Anything else is left to libgit2's comparison.
+fn settle(
+    repo: &Repository,
+    index: &mut git2::Index,
+    workdir: &Path,
+    path: &[u8],
+    racy_from: Option<(i64, i64)>,
+    leave_out: &mut LeaveOut,
+) -> anyhow::Result<Settled> {
+    use std::os::unix::fs::MetadataExt;
+    let rel = Path::new(OsStr::from_bytes(path));
+    let real_dirs = path
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'/')
+        .all(|(i, _)| {
+            let dir = workdir.join(OsStr::from_bytes(&path[..i]));
+            std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
+        });
+    let mut below = path.to_vec();
+    below.push(b'/');
+    let conflicted = (1..=3).any(|stage| index.get_path(rel, stage).is_some());
+    if !real_dirs || conflicted || index.find_prefix(OsStr::from_bytes(&below)).is_ok() {
+        return Ok(Settled::Compare);
+    }
+    let entry = index.get_path(rel, 0);
+    let meta = match std::fs::symlink_metadata(workdir.join(rel)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if entry.is_none() || leave_out(rel, true) {
+                return Ok(Settled::Same);
+            }
+            index
+                .remove_path(rel)
+                .context("the work tree cannot be staged")?;
+            return Ok(Settled::Staged);
+        }
+        Err(_) => return Ok(Settled::Compare),
+        Ok(meta) if meta.is_file() || meta.is_symlink() => meta,
+        Ok(_) => return Ok(Settled::Compare),
+    };
+    let Some(entry) = entry else {
+        let ignored = repo
+            .status_should_ignore(rel)
+            .context("the work tree cannot be staged")?;
+        if ignored || leave_out(rel, false) {
+            return Ok(Settled::Same);
+        }
+        index
+            .add_path(rel)
+            .context("the work tree cannot be staged")?;
+        return Ok(Settled::Staged);
+    };
+    let mode = match meta.is_symlink() {
+        true => 0o120000,
+        false if meta.mode() & 0o100 != 0 => 0o100755,
+        false => 0o100644,
+    };
+    // The index keeps the low 32 bits of each.
+    let mtime = (
+        i64::from(entry.mtime.seconds() as u32),
+        i64::from(entry.mtime.nanoseconds()),
+    );
+    let same = entry.mode == mode
+        && u64::from(entry.file_size) == meta.len() & 0xffff_ffff
+        && u64::from(entry.ino) == meta.ino() & 0xffff_ffff
+        && mtime == (meta.mtime() & 0xffff_ffff, meta.mtime_nsec())
+        && racy_from.is_some_and(|index_time| mtime < index_time);
+    Ok(match same {
+        true => Settled::Same,
+        false => Settled::Compare,
+    })
+}
+
+/// When the index file was last written: entries modified at or after it
+/// may have changed since without their stat data showing it ("racy git").
+fn index_mtime(repo: &Repository) -> Option<(i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(repo.path().join("index")).ok()?;
+    Some((meta.mtime() & 0xffff_ffff, meta.mtime_nsec()))
+}
+
+/// `path` is `dir` or lies beneath it.
+fn beneath(path: &[u8], dir: &[u8]) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
 }
 
 /// Nothing staged: whether anything at all was left uncommitted.
@@ -383,5 +512,190 @@ fn write_pack(
     match failed {
         Some(e) => Err(e),
         None => done.context("the pack cannot be written"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, SystemTime};
+
+    /// Paths the random changes pick from: the base's and new ones, in
+    /// directories, ignored, build output.
+    const PATHS: [&str; 14] = [
+        "a",
+        "b.txt",
+        "d",
+        "d/x",
+        "d/y",
+        "d/e",
+        "d/e/z",
+        "run.sh",
+        "link",
+        "n/new",
+        "t.log",
+        "d/e/w.log",
+        "__pycache__/m.pyc",
+        "a.b",
+    ];
+    const TEXTS: [&str; 4] = ["1\n", "22\n", "333\n", "a bigger file, over the cap\n"];
+    const CAP: u64 = 16;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    fn past(path: &Path) {
+        let when = SystemTime::now() - Duration::from_secs(3600);
+        let file = std::fs::File::options().write(true).open(path);
+        if let Ok(file) = file {
+            let _ = file.set_modified(when);
+        }
+    }
+
+    /// A repository with a committed base whose index holds its files'
+    /// stat data (written an hour ago, so not racy).
+    fn base(dir: &Path) -> (Repository, Oid) {
+        let repo = Repository::init(dir).unwrap();
+        for (path, text) in [
+            ("a", "a\n"),
+            ("b.txt", "b\n"),
+            ("d/x", "x\n"),
+            ("d/y", "y\n"),
+            ("d/e/z", "z\n"),
+            ("run.sh", "#!/bin/sh\n"),
+            (".gitignore", "*.log\n"),
+        ] {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, text).unwrap();
+            past(&file);
+        }
+        std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::os::unix::fs::symlink("a", dir.join("link")).unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@localhost").unwrap();
+        let base = repo
+            .commit(Some("HEAD"), &sig, &sig, "base", &tree, &[])
+            .unwrap();
+        drop(tree);
+        (repo, base)
+    }
+
+    /// One random change to the work tree (its path is returned, as an
+    /// overlay's upper layer would list it) or to the index and HEAD.
+    fn change(repo: &Repository, rng: &mut Rng) -> Option<String> {
+        let dir = repo.workdir().unwrap().to_path_buf();
+        let path = PATHS[rng.below(PATHS.len())];
+        let file = dir.join(path);
+        let clear = |p: &Path| {
+            let _ = std::fs::remove_file(p).or_else(|_| std::fs::remove_dir_all(p));
+        };
+        let kind = std::fs::symlink_metadata(&file).map(|m| m.file_type()).ok();
+        let op = rng.below(8);
+        // Written through, a symlink would change the file it names.
+        if kind.is_some_and(|k| k.is_symlink()) && [2, 5].contains(&op) {
+            return None;
+        }
+        match op {
+            0 => {
+                if kind.is_some_and(|k| !k.is_file()) {
+                    clear(&file);
+                }
+                std::fs::create_dir_all(file.parent().unwrap()).ok()?;
+                std::fs::write(&file, TEXTS[rng.below(TEXTS.len())]).ok()?;
+            }
+            1 => clear(&file),
+            2 => {
+                let mode = std::fs::metadata(&file).ok()?.permissions().mode() ^ 0o111;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).ok()?;
+            }
+            3 => {
+                clear(&file);
+                std::fs::create_dir_all(file.parent().unwrap()).ok()?;
+                std::os::unix::fs::symlink("a", &file).ok()?;
+            }
+            4 => {
+                clear(&file);
+                std::fs::create_dir_all(&file).ok()?;
+                std::fs::write(file.join("inner"), "inner\n").ok()?;
+            }
+            // Touched: the same content, new stat data.
+            5 => {
+                let text = std::fs::read(&file).ok()?;
+                std::fs::write(&file, text).ok()?;
+            }
+            // Staged (as `git add` of that path would).
+            6 => {
+                let mut index = repo.index().unwrap();
+                let rel = Path::new(path);
+                let staged = match std::fs::symlink_metadata(&file) {
+                    Ok(m) if !m.is_dir() => index.add_path(rel),
+                    _ => index.remove_path(rel),
+                };
+                staged.ok()?;
+                index.write().unwrap();
+                return None;
+            }
+            // The index committed.
+            _ => {
+                let mut index = repo.index().unwrap();
+                let tree = repo.find_tree(index.write_tree().ok()?).unwrap();
+                let head = repo.head().unwrap().peel_to_commit().unwrap();
+                let sig = git2::Signature::now("t", "t@localhost").unwrap();
+                repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &[&head])
+                    .unwrap();
+                return None;
+            }
+        }
+        Some(path.to_string())
+    }
+
+    /// What the WIP commit leaves at HEAD, what it says, and what it drops.
+    fn wip(repo: &Repository, scope: &Scope, base: Oid) -> String {
+        let said = commit_wip(repo, scope, base, CAP);
+        let head = repo.head().unwrap().peel_to_commit().unwrap();
+        format!("{said:?} {}", head.tree_id())
+    }
+
+    #[test]
+    fn staging_the_changed_paths_commits_what_staging_the_whole_tree_does() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..200 {
+            let dir = tempfile::tempdir().unwrap();
+            let work = dir.path().join("work");
+            let (repo, base) = base(&work);
+            let mut changed = Vec::new();
+            let mut steps = Vec::new();
+            for _ in 0..1 + rng.below(6) {
+                let before = steps.len();
+                changed.extend(change(&repo, &mut rng));
+                steps.push(changed.get(before..).map(<[String]>::to_vec));
+            }
+            let whole = dir.path().join("whole");
+            let copied = std::process::Command::new("cp")
+                .args(["-a"])
+                .arg(&work)
+                .arg(&whole)
+                .status()
+                .unwrap();
+            assert!(copied.success());
+            let paths = changed.iter().map(|p| p.as_bytes().to_vec()).collect();
+            let by_paths = wip(&repo, &Scope::Changed(paths), base);
+            let by_tree = wip(&Repository::open(&whole).unwrap(), &Scope::Whole, base);
+            assert_eq!(by_paths, by_tree, "round {round}: changed {changed:?}");
+        }
     }
 }
