@@ -81,7 +81,8 @@ fn export(spec_json: &str, base: &str, caps: ExportCaps) -> anyhow::Result<()> {
         wip,
         dropped,
     };
-    let mut out = std::io::stdout().lock();
+    // Whole blocks: a bare stdout writes at every newline the pack holds.
+    let mut out = std::io::BufWriter::with_capacity(1 << 18, std::io::stdout().lock());
     let mut line = serde_json::to_vec(&header)?;
     line.push(b'\n');
     out.write_all(&line)?;
@@ -501,6 +502,9 @@ fn write_pack(
         over: false,
     };
     let count = u32::try_from(ids.len()).context("too many objects for one pack")?;
+    // One deflate state for all: zlib's is a quarter of a megabyte, set up anew per object.
+    let mut zlib = flate2::Compress::new(flate2::Compression::fast(), true);
+    let mut deflated = Vec::new();
     let wrote = (|| -> anyhow::Result<()> {
         pack.write_all(b"PACK")?;
         pack.write_all(&2u32.to_be_bytes())?;
@@ -517,10 +521,9 @@ fn write_pack(
                 other => bail!("the session's object {id} is a {other}, which no pack holds"),
             };
             pack.write_all(&object_header(kind, object.len()))?;
-            let mut deflate =
-                flate2::write::ZlibEncoder::new(&mut pack, flate2::Compression::fast());
-            deflate.write_all(object.data())?;
-            deflate.finish()?;
+            deflated.clear();
+            deflate(&mut zlib, object.data(), &mut deflated)?;
+            pack.write_all(&deflated)?;
         }
         let digest = sha1::Digest::finalize(pack.hash.clone());
         pack.write_all(&digest)?;
@@ -530,6 +533,20 @@ fn write_pack(
         (_, true) => Err(OverCap(max_bytes).into()),
         (Err(e), false) => Err(e.context("the pack cannot be written")),
         (Ok(()), false) => Ok(()),
+    }
+}
+
+/// `data` deflated into `out` as one zlib stream, `zlib` used from its start.
+fn deflate(zlib: &mut flate2::Compress, data: &[u8], out: &mut Vec<u8>) -> anyhow::Result<()> {
+    zlib.reset();
+    out.reserve(data.len() / 2 + 64);
+    loop {
+        let read = usize::try_from(zlib.total_in()).unwrap_or(usize::MAX);
+        let rest = data.get(read..).unwrap_or_default();
+        match zlib.compress_vec(rest, out, flate2::FlushCompress::Finish)? {
+            flate2::Status::StreamEnd => return Ok(()),
+            _ => out.reserve(out.capacity().max(4096)),
+        }
     }
 }
 
