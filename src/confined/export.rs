@@ -509,7 +509,17 @@ fn write_pack(
         pack.write_all(b"PACK")?;
         pack.write_all(&2u32.to_be_bytes())?;
         pack.write_all(&count.to_be_bytes())?;
+        let mut unpacked: u64 = 0;
         for id in ids {
+            // Counted before it is read: a loose object of zeros can unpack to
+            // a thousand times its size on disk.
+            let (size, _) = odb
+                .read_header(id)
+                .context("the session's objects cannot be packed (missing or corrupt)")?;
+            unpacked = unpacked.saturating_add(size as u64);
+            if unpacked > max_bytes {
+                return Err(OverCap(max_bytes).into());
+            }
             let object = odb
                 .read(id)
                 .context("the session's objects cannot be packed (missing or corrupt)")?;
@@ -530,6 +540,7 @@ fn write_pack(
         Ok(())
     })();
     match (wrote, pack.over) {
+        (Err(e), _) if e.is::<OverCap>() => Err(e),
         (_, true) => Err(OverCap(max_bytes).into()),
         (Err(e), false) => Err(e.context("the pack cannot be written")),
         (Ok(()), false) => Ok(()),

@@ -117,7 +117,8 @@ pub fn import_work(
         .with_context(|| format!("failed to create {}", pack_dir.display()))?;
     let result =
         export_into(target, project, session_dir, spec, base, &pack_dir).and_then(|header| {
-            let head = check_connected(project, &quarantine, &header.head, base)?;
+            let cap = target.max_workspace_mb;
+            let head = check_connected(project, &quarantine, &header.head, base, cap)?;
             publish(project, &pack_dir)?;
             repo::set_ref(
                 project,
@@ -325,12 +326,14 @@ fn read_export(
 }
 
 /// The header's HEAD, once every object from it down to main's history is
-/// present in the project's store or the quarantine.
+/// present in the project's store or the quarantine, and the files it
+/// brings come to at most `cap_mb` MiB unpacked.
 fn check_connected(
     project: &Repository,
     quarantine: &Path,
     head: &str,
     base: Oid,
+    cap_mb: u64,
 ) -> anyhow::Result<Oid> {
     let head = Oid::from_str(head).context("its export named no commit")?;
     let repo = Repository::open_bare(project.path())?;
@@ -350,6 +353,7 @@ fn check_connected(
     // here too. Only what differs from the first parent is read.
     let known = project.odb()?;
     let mut seen = std::collections::HashSet::new();
+    let unpacked = std::cell::Cell::new(0);
     for oid in walk {
         let oid = oid.context("its history is incomplete")?;
         let commit = repo.find_commit(oid).map_err(|_| missing("commit", oid))?;
@@ -358,6 +362,8 @@ fn check_connected(
             repo: &repo,
             odb: &odb,
             known: &known,
+            unpacked: &unpacked,
+            cap_mb,
         };
         check.tree(commit.tree_id(), parent.as_ref(), &mut seen)?;
     }
@@ -371,6 +377,9 @@ struct TreeCheck<'r> {
     odb: &'r git2::Odb<'r>,
     /// The project's store alone.
     known: &'r git2::Odb<'r>,
+    /// The bytes of the new files so far, as they unpack.
+    unpacked: &'r std::cell::Cell<u64>,
+    cap_mb: u64,
 }
 
 impl TreeCheck<'_> {
@@ -405,14 +414,35 @@ impl TreeCheck<'_> {
                         .and_then(|b| self.repo.find_tree(b.id()).ok());
                     self.tree(entry.id(), before.as_ref(), seen)?
                 }
-                Some(git2::ObjectType::Blob)
-                    if seen.insert(entry.id()) && !self.odb.exists(entry.id()) =>
-                {
-                    bail!("its work lacks the file {}", entry.id())
-                }
+                Some(git2::ObjectType::Blob) if seen.insert(entry.id()) => self.blob(entry.id())?,
                 // Submodule commits live in other repositories.
                 _ => {}
             }
+        }
+        Ok(())
+    }
+}
+
+impl TreeCheck<'_> {
+    /// A blob the tree names is present; a new one counts at its unpacked
+    /// size: a pack is compressed, and a file of zeros a thousand times
+    /// its packed size would otherwise reach the checkout whole.
+    fn blob(&self, id: Oid) -> anyhow::Result<()> {
+        if self.known.exists(id) {
+            return Ok(());
+        }
+        let (size, _) = self
+            .odb
+            .read_header(id)
+            .map_err(|_| anyhow::anyhow!("its work lacks the file {id}"))?;
+        let total = self.unpacked.get().saturating_add(size as u64);
+        self.unpacked.set(total);
+        if total > self.cap_mb.saturating_mul(1 << 20) {
+            bail!(
+                "its work is over the cap of {} MiB ([sandbox] max_workspace_mb) once its \
+                 files are unpacked; nothing of it was kept",
+                self.cap_mb
+            );
         }
         Ok(())
     }
@@ -502,6 +532,49 @@ fn publish(project: &Repository, pack_dir: &Path) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use std::cmp::Ordering::*;
+
+    #[test]
+    fn new_files_count_at_their_unpacked_size_against_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Repository::init_bare(dir.path().join("project.git")).unwrap();
+        let sig = git2::Signature::now("t", "t@localhost").unwrap();
+        let empty = project.treebuilder(None).unwrap().write().unwrap();
+        let empty = project.find_tree(empty).unwrap();
+        let base = project
+            .commit(None, &sig, &sig, "base", &empty, &[])
+            .unwrap();
+        // The session's objects, loose in a store of their own that
+        // borrows the project's: 3 MiB of zeros, about 3 KB compressed.
+        let quarantine = dir.path().join("quarantine.git");
+        let work = Repository::init_bare(&quarantine).unwrap();
+        let objects = project.path().join("objects");
+        std::fs::write(
+            quarantine.join("objects/info/alternates"),
+            format!("{}\n", objects.display()),
+        )
+        .unwrap();
+        let work = Repository::open_bare(work.path()).unwrap();
+        let blob = work.blob(&vec![0u8; 3 << 20]).unwrap();
+        let mut tree = work.treebuilder(None).unwrap();
+        tree.insert("zeros", blob, 0o100644).unwrap();
+        let tree = work.find_tree(tree.write().unwrap()).unwrap();
+        let parent = work.find_commit(base).unwrap();
+        let head = work
+            .commit(None, &sig, &sig, "work", &tree, &[&parent])
+            .unwrap();
+        let head = head.to_string();
+        assert_eq!(
+            check_connected(&project, &quarantine, &head, base, 4)
+                .unwrap()
+                .to_string(),
+            head
+        );
+        let err = check_connected(&project, &quarantine, &head, base, 2).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("over the cap of 2 MiB"),
+            "{err:#}"
+        );
+    }
 
     #[test]
     fn entries_are_ordered_as_git_orders_them() {

@@ -668,6 +668,34 @@ fn oversized_workspace(by: By) {
 }
 
 by_both!(
+    a_committed_file_that_unpacks_past_the_cap_fails_the_session_and_keeps_nothing,
+    a_committed_file_that_unpacks_past_the_cap_fails_the_session_and_keeps_nothing_as_uid_65534,
+    compressed_bomb
+);
+
+/// 8 MiB of zeros is 8 KB as a git object: committed, then its file
+/// removed, it leaves a workspace far under the cap and a history that
+/// unpacks far over it.
+fn compressed_bomb(by: By) {
+    let bomb = turn(vec![bash(
+        "head -c 8388608 /dev/zero > z && oid=$(git hash-object -w z) && rm z \
+         && git update-index --add --cacheinfo 100644,$oid,zeros.bin && git commit -qm bomb",
+    )]);
+    let env = project_with(
+        initializer(&two()),
+        vec![honest("a", &[], vec![bomb]), honest("a", &[], vec![])],
+        "[sandbox]\nmax_workspace_mb = 4\n",
+    );
+    let before = env.git(&["rev-parse", "main"]).trim().to_string();
+    let out = env.continue_by(by, 2);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_refused_then_control(&env, &before, 2, "failed", "over the cap of 4 MiB");
+    assert!(env
+        .git(&["for-each-ref", "refs/longrun/sessions/0002"])
+        .is_empty());
+}
+
+by_both!(
     an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named,
     an_uncommitted_file_over_the_cap_is_left_out_of_the_kept_work_and_named_as_uid_65534,
     uncommitted_file_over_the_cap
