@@ -92,6 +92,22 @@ pub fn head(repo: &Repository) -> Option<Oid> {
     repo.head().ok().and_then(|h| h.target())
 }
 
+/// The entries of `tree` that `parent` (the tree at the same path in a
+/// first parent) does not hold the same, by id and mode, each with what
+/// `parent` holds under its name: what a commit changed at one level.
+pub fn changed_entries<'t>(
+    tree: &'t git2::Tree<'_>,
+    parent: Option<&'t git2::Tree<'_>>,
+) -> impl Iterator<Item = (git2::TreeEntry<'t>, Option<git2::TreeEntry<'t>>)> {
+    tree.iter().filter_map(move |entry| {
+        let before = parent.and_then(|p| p.get_name_bytes(entry.name_bytes()));
+        let same = before
+            .as_ref()
+            .is_some_and(|b| b.id() == entry.id() && b.filemode_raw() == entry.filemode_raw());
+        (!same).then_some((entry, before))
+    })
+}
+
 /// True when `head` is `base` or descends from it.
 pub fn descends_from(repo: &Repository, head: Oid, base: Oid) -> anyhow::Result<bool> {
     Ok(head == base || repo.graph_descendant_of(head, base)?)

@@ -129,13 +129,7 @@ fn reserved_in_tree(
     if parent.is_some_and(|p| p.id() == tree.id()) || !seen.insert(tree.id()) {
         return Ok(());
     }
-    for entry in tree.iter() {
-        let before = parent.and_then(|p| p.get_name_bytes(entry.name_bytes()));
-        let same =
-            |b: &git2::TreeEntry| b.id() == entry.id() && b.filemode_raw() == entry.filemode_raw();
-        if before.as_ref().is_some_and(same) {
-            continue;
-        }
+    for (entry, before) in crate::git::changed_entries(tree, parent) {
         let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
         let path = format!("{prefix}{name}");
         let is_tree = entry.kind() == Some(git2::ObjectType::Tree);

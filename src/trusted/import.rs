@@ -399,14 +399,7 @@ impl TreeCheck<'_> {
             .find_tree(id)
             .map_err(|_| anyhow::anyhow!("its work lacks the tree {id}"))?;
         well_formed(&tree)?;
-        for entry in tree.iter() {
-            let before = parent.and_then(|p| p.get_name_bytes(entry.name_bytes()));
-            let same = |b: &git2::TreeEntry| {
-                b.id() == entry.id() && b.filemode_raw() == entry.filemode_raw()
-            };
-            if before.as_ref().is_some_and(same) {
-                continue;
-            }
+        for (entry, before) in crate::git::changed_entries(&tree, parent) {
             match entry.kind() {
                 Some(git2::ObjectType::Tree) => {
                     let before = before
