@@ -482,9 +482,9 @@ fn tracked(repo: &Repository, path: &Path) -> bool {
 /// the commits, and for each what its tree holds that its first parent's
 /// does not at the same path. The first parent's objects are in the
 /// project's store or in the pack already; the orchestrator checks that
-/// whatever arrives is complete. libgit2's pack builder marked every entry
-/// of the base's trees, searched for deltas and deflated at zlib's default
-/// level: 3 ms a session, 4 at a thousand files, where this takes one.
+/// whatever arrives is complete. libgit2's pack builder also marked every
+/// entry of the base's trees, searched for deltas and deflated at zlib's
+/// default level: 3.5 ms a session, 4.3 at a thousand files.
 fn write_pack(
     repo: &Repository,
     head: Oid,

@@ -652,15 +652,22 @@ by_both!(
 
 fn oversized_workspace(by: By) {
     let big = turn(vec![bash("head -c 3000000 /dev/urandom > big.bin")]);
+    refused_over_the_cap(by, big, 1, "over 1 MiB");
+}
+
+/// Session 2 takes `extra` besides its honest work, under a workspace cap
+/// of `cap_mb`: it fails saying `why`, nothing of it is kept, and session
+/// 3 lands.
+fn refused_over_the_cap(by: By, extra: Value, cap_mb: u32, why: &str) {
     let env = project_with(
         initializer(&two()),
-        vec![honest("a", &[], vec![big]), honest("a", &[], vec![])],
-        "[sandbox]\nmax_workspace_mb = 1\n",
+        vec![honest("a", &[], vec![extra]), honest("a", &[], vec![])],
+        &format!("[sandbox]\nmax_workspace_mb = {cap_mb}\n"),
     );
     let before = env.git(&["rev-parse", "main"]).trim().to_string();
     let out = env.continue_by(by, 2);
     assert!(out.status.success(), "{}", text(&out));
-    assert_refused_then_control(&env, &before, 2, "failed", "over 1 MiB");
+    assert_refused_then_control(&env, &before, 2, "failed", why);
     assert_verdict(&env, 2, "failed", "nothing of it was kept");
     assert!(env
         .git(&["for-each-ref", "refs/longrun/sessions/0002"])
@@ -681,18 +688,7 @@ fn compressed_bomb(by: By) {
         "head -c 8388608 /dev/zero > z && oid=$(git hash-object -w z) && rm z \
          && git update-index --add --cacheinfo 100644,$oid,zeros.bin && git commit -qm bomb",
     )]);
-    let env = project_with(
-        initializer(&two()),
-        vec![honest("a", &[], vec![bomb]), honest("a", &[], vec![])],
-        "[sandbox]\nmax_workspace_mb = 4\n",
-    );
-    let before = env.git(&["rev-parse", "main"]).trim().to_string();
-    let out = env.continue_by(by, 2);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_refused_then_control(&env, &before, 2, "failed", "over the cap of 4 MiB");
-    assert!(env
-        .git(&["for-each-ref", "refs/longrun/sessions/0002"])
-        .is_empty());
+    refused_over_the_cap(by, bomb, 4, "over the cap of 4 MiB");
 }
 
 by_both!(
