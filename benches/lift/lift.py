@@ -216,15 +216,19 @@ class Client:
 
 # ---- the three modes ----
 
-def run_bare(task, client, workdir):
-    fresh_copy(task, workdir)
+def bare_prompt(task, workdir):
+    """The bare mode's one request: the description, the stub and the tests."""
     names = task_files(task)
     files = "\n\n".join(f"{name}:\n```\n{(Path(workdir) / name).read_text()}```" for name in names)
     if task["file"] not in names:
         files += f"\n\n{task['file']} does not exist yet."
-    prompt = (f"{task['description']}\n\n{files}\n\n"
-              f"Reply with the complete new {task['file']} in one code block.")
-    message = client.chat([{"role": "user", "content": prompt}])
+    return (f"{task['description']}\n\n{files}\n\n"
+            f"Reply with the complete new {task['file']} in one code block.")
+
+
+def run_bare(task, client, workdir):
+    fresh_copy(task, workdir)
+    message = client.chat([{"role": "user", "content": bare_prompt(task, workdir)}])
     code = last_code_block(message.get("content"))
     if code is not None:
         (Path(workdir) / task["file"]).write_text(code)

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import lift
+import probe
 
 SOLUTIONS = lift.HERE / "solutions"
 
@@ -35,7 +36,9 @@ class FakeServer:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 outer.requests.append(body)
                 message = outer.answers.pop(0) if outer.answers else {"role": "assistant", "content": "done"}
-                data = json.dumps({"choices": [{"message": message}],
+                # A plain completion (probe.py) answers with text.
+                choice = {"message": message} if "messages" in body else {"text": message["content"]}
+                data = json.dumps({"choices": [choice],
                                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}}).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
@@ -380,6 +383,65 @@ class TestLongrunSetUp(unittest.TestCase):
         text = lift.table(rows)
         self.assertIn("| m | a | bare | 3/10 | 1 | 5/1 | 2 s |", text)
         self.assertIn("| m | **all** | bare | **7/20** |", text)
+
+
+def add_task(root):
+    """A two-test task in `root`: add(a, b), its stub and its unittest tests."""
+    d = Path(root) / "add"
+    d.mkdir()
+    (d / "task.json").write_text(json.dumps({
+        "id": "add", "language": "python", "file": "add.py", "tests": ["test_add.py"], "total": 2,
+        "test_command": "python3 -m unittest -v test_add.py", "description": "Add two numbers."}))
+    (d / "add.py").write_text('def add(a, b):\n    """The sum."""\n    raise NotImplementedError\n')
+    (d / "test_add.py").write_text(
+        "import unittest\nfrom add import add\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n\n"
+        "    def test_negative(self):\n        self.assertEqual(add(-1, -2), -3)\n")
+    return lift.read_task(d)
+
+
+class TestProbe(unittest.TestCase):
+    def test_the_completion_prompt_holds_the_tests_then_the_stub_cut_before_its_placeholder(self):
+        (task,) = lift.load_tasks(["parse_duration"])
+        prompt = probe.completion_prompt(task) + probe.stub_of(task)
+        self.assertTrue(prompt.startswith("<|repo_name|>parse_duration\n<|file_sep|>test_duration.py\n"))
+        self.assertLess(prompt.index("def test_combined"), prompt.index("<|file_sep|>duration.py\n"))
+        self.assertTrue(prompt.endswith('into whole seconds."""\n'))
+        self.assertNotIn("NotImplementedError", prompt)
+        self.assertEqual(probe.cut_stub("x = 1\n"), "")
+        self.assertEqual(probe.cut_stub("function f() {\n  throw new Error('todo');\n}\n"), "function f() {\n")
+
+    def test_passing_tests_are_named_from_each_runners_output(self):
+        self.assertEqual(probe.passed_tests("test_a (m.T.test_a) ... ok\ntest_b (m.T.test_b) ... FAIL\n", 1),
+                         {"test_a"})
+        self.assertEqual(probe.passed_tests("ok 1 - slug\nnot ok 2 - other\n", 1), {"slug"})
+        self.assertEqual(probe.passed_tests("t.py::test_x PASSED\nt.py::test_y FAILED\n", 1), {"test_x"})
+        self.assertEqual(probe.passed_tests("test result: ok. 2 passed", 2), {"#1", "#2"})
+
+    def test_search_keeps_what_no_kept_state_covers_and_stops_when_every_test_passes(self):
+        with tempfile.TemporaryDirectory() as root:
+            task = add_task(root)
+            answers = [
+                "    return 3\n",          # test_small only: kept
+                "    return 0\n",          # nothing: not kept
+                "    return a + b\n",      # both: kept, and test_small's state dropped
+            ]
+            with FakeServer([{"role": "assistant", "content": a} for a in answers]) as server:
+                client = probe.Completions(f"http://127.0.0.1:{server.httpd.server_port}/v1", "m", 0.8, 64)
+                lines = []
+                kept = probe.search(task, client, 10, probe.random.Random(3), lines.append)
+            self.assertEqual(len(lines), 3, lines)
+            self.assertEqual([sorted(p) for p, _ in kept], [["test_negative", "test_small"]])
+            # The last step wrote on from a cut of the kept state (or the stub).
+            self.assertTrue(kept[0][1].startswith("def add(a, b):\n"), kept)
+            self.assertTrue(kept[0][1].endswith("    return a + b\n"), kept)
+            self.assertTrue(all(r["prompt"].startswith("<|repo_name|>add\n<|file_sep|>test_add.py\n")
+                                for r in server.requests))
+            first = server.requests[0]
+            self.assertTrue(first["prompt"].endswith('<|file_sep|>add.py\ndef add(a, b):\n    """The sum."""\n'))
+            self.assertIn("<|file_sep|>", first["stop"])
+            self.assertEqual(first["temperature"], 0.8)
+            self.assertEqual(client.calls, 3)
 
 
 if __name__ == "__main__":
