@@ -41,7 +41,9 @@ import lift  # noqa: E402 (after the bytecode switch: the benchmark leaves nothi
 
 # Qwen2.5-Coder's repository-level pretraining form.
 REPO, FILE_SEP = "<|repo_name|>", "<|file_sep|>"
-COMPLETION_STOPS = [FILE_SEP, REPO, "<|endoftext|>", "<|im_end|>", "```"]
+# The end of the file, a fence, or a Python main block (where a small model
+# goes on to write demo code until its token cap).
+COMPLETION_STOPS = [FILE_SEP, REPO, "<|endoftext|>", "<|im_end|>", "```", "\nif __name__ =="]
 # A stub's placeholder body: the completion starts where it was.
 PLACEHOLDER = re.compile(r"^[ \t]*(raise NotImplementedError\b.*|pass|\.\.\.|throw new Error\(.*\);?)[ \t]*$", re.M)
 # One passing test per line: unittest -v, node --test (TAP), pytest -v.
@@ -145,7 +147,7 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--temperature", type=float, default=0.8)
-    ap.add_argument("--max-tokens", type=int, default=700)
+    ap.add_argument("--max-tokens", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="write each sample's file (search: each kept state) under this directory")
     args = ap.parse_args(argv)
