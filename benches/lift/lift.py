@@ -202,8 +202,12 @@ class Client:
                 "max_tokens": self.max_tokens}
         if tools:
             body["tools"] = tools
-        req = urllib.request.Request(f"{self.base_url}/chat/completions",
-                                     data=json.dumps(body).encode(),
+        return self.post("chat/completions", body)["message"]
+
+    def post(self, path, body):
+        """POST `body` to `path` under the base URL, counting the call and its
+        tokens; the answer's first choice."""
+        req = urllib.request.Request(f"{self.base_url}/{path}", data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
         with urllib.request.urlopen(req, timeout=self.timeout) as r:
             answer = json.load(r)
@@ -211,7 +215,7 @@ class Client:
         usage = answer.get("usage") or {}
         self.tokens_in += usage.get("prompt_tokens", 0)
         self.tokens_out += usage.get("completion_tokens", 0)
-        return answer["choices"][0]["message"]
+        return answer["choices"][0]
 
 
 # ---- the three modes ----

@@ -27,12 +27,10 @@ Usage:
 
 import argparse
 import collections
-import json
 import random
 import re
 import sys
 import tempfile
-import urllib.request
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -90,15 +88,7 @@ class Completions(lift.Client):
     def complete(self, prompt, seed):
         body = {"model": self.model, "prompt": prompt, "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "stop": COMPLETION_STOPS, "seed": seed}
-        req = urllib.request.Request(f"{self.base_url}/completions", data=json.dumps(body).encode(),
-                                     headers={"content-type": "application/json"})
-        with urllib.request.urlopen(req, timeout=self.timeout) as r:
-            answer = json.load(r)
-        self.calls += 1
-        usage = answer.get("usage") or {}
-        self.tokens_in += usage.get("prompt_tokens", 0)
-        self.tokens_out += usage.get("completion_tokens", 0)
-        return answer["choices"][0]["text"]
+        return self.post("completions", body)["text"]
 
 
 def sample(task, client, form, seed):
