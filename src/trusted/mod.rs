@@ -2,59 +2,29 @@
 //! independent verification, and the verdict recorded on main.
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
+//!
+//! Its rooms: [`record`] (what is written and read back), [`contract`] (the project, its
+//! features and models), [`verify`] (independent verification), [`session`] (one session from
+//! plan to verdict) and [`run`] (the loop of sessions and the commands around it).
 
-mod acceptance;
-mod amend;
-mod checkout;
-mod compact;
-mod confinement;
-mod control;
-mod demo;
-mod dependencies;
-mod failpoint;
-mod fault;
-mod gc;
-mod history;
-mod import;
-mod in_progress;
-mod init;
-mod lock;
-mod models;
-mod notify;
-mod pause;
-mod preflight;
-mod project;
-pub mod proxy;
-mod record;
-mod recover;
-pub mod repo;
-mod reporter;
-mod review;
-mod run;
-mod serve;
-mod session;
-mod signals;
-pub mod state;
-mod status;
-mod steps;
-mod suite;
-mod timing;
-pub mod transcript;
-mod upper;
-mod verify;
-mod workspace;
-mod worktree;
+pub mod contract;
+pub mod record;
+pub mod run;
+pub mod session;
+pub mod verify;
 
 pub use crate::schema::Verdict;
-pub use amend::{add as add_feature, amend, list as list_features, reopen, NewFeature};
-pub use control::{retry, stop};
-pub use demo::{demo, DemoArgs};
-pub use gc::{gc, GcArgs};
-pub use history::{FeatureStats, History, SessionRow};
-pub use init::{init, InitArgs};
-pub use lock::rfc3339;
-pub use pause::parse_duration;
-pub use project::{resolve_model, Project};
-pub use reporter::{Mode, Reporter};
-pub use run::{continue_run, ContinueArgs};
-pub use status::{log, status};
+pub use contract::amend::{add as add_feature, amend, list as list_features, reopen, NewFeature};
+pub use contract::init::{init, InitArgs};
+pub use contract::project::{resolve_model, Project};
+pub use record::history::{FeatureStats, History, SessionRow};
+pub use record::lock::rfc3339;
+pub use record::{repo, state, transcript};
+pub use run::continue_run::{continue_run, ContinueArgs};
+pub use run::control::{retry, stop};
+pub use run::demo::{demo, DemoArgs};
+pub use run::gc::{gc, GcArgs};
+pub use run::pause::parse_duration;
+pub use run::reporter::{Mode, Reporter};
+pub use run::status::{log, status};
+pub use session::proxy;
