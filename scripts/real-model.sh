@@ -26,7 +26,7 @@
 #              feature whose check runs every test
 #   --keep DIR keep each run's files and longrun project (transcripts) under DIR
 #   --tasks-dir DIR  your own tasks instead of benches/lift/tasks (each a directory with a
-#              task.json, the stub and its tests; see README, "The lift benchmark")
+#              task.json, the stub and its tests; see benches/README.md, "lift")
 # Env:   LONGRUN_LIFT_CACHE  venv, wheels, models and results (default ~/.cache/longrun-lift)
 #        LLAMA_SERVER        a llama-server binary to use instead of building one
 #        LLAMA_PORT          the server's port on 127.0.0.1 (default 18080)

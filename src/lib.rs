@@ -3,7 +3,7 @@
 //! The orchestrator (`init`, `continue`) holds the model key, brokers every
 //! model call and records each session's verdict on the main branch. Each
 //! session runs in a confined child process (the worker) that has no network
-//! and no key. See `DESIGN.md` in the README for the architecture.
+//! and no key. The architecture is in `docs/design.md`.
 
 // The two sides of the trust boundary: code that runs inside a session
 // (agent loop, tools) and code that runs trusted (orchestrator,

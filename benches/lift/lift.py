@@ -64,7 +64,7 @@ TEST_TIMEOUT = 120
 
 # ---- tasks ----
 
-# task.json: what each field holds (README, "The lift benchmark").
+# task.json: what each field holds (benches/README.md, "lift").
 TASK_FIELDS = {
     "id": str,            # the task's name in the table
     "language": str,      # python, javascript, or another (then one feature for all tests)
@@ -104,7 +104,7 @@ def read_task(d):
         raise SystemExit(f"{path}: must be an object with the fields {', '.join(TASK_FIELDS)}")
     for field, kind in TASK_FIELDS.items():
         if not isinstance(task.get(field), kind) or isinstance(task.get(field), bool):
-            raise SystemExit(f"{path}: field {field!r} must be a {kind.__name__} (see README, the lift benchmark)")
+            raise SystemExit(f"{path}: field {field!r} must be a {kind.__name__} (see benches/README.md, section lift)")
     for name in [task["file"], *task["tests"]]:
         if not isinstance(name, str) or Path(name).name != name:
             raise SystemExit(f"{path}: {name!r} must be a plain file name (no directories)")
