@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """The lift benchmark: does longrun lift a local model above what it does alone?
 
-Each task in tasks/ (a stub, its tests, a description) is run three ways
-against one OpenAI-compatible server (llama-server on 127.0.0.1):
+--path tasks (the default): each task (a stub, its tests, a description) is
+run four ways against one OpenAI-compatible server (llama-server on 127.0.0.1):
 
-  bare     one request with the stub and the tests; the last code block of
-           the answer is the file.
-  minimal  a minimal harness: read_file and run_tests tools, the last code
-           block of an answer written to the file, the tests run by the
-           harness after every edit, a notice when the same code comes back,
-           at most 8 model calls.
+  bare     one request with the stub and the tests at --temperature (0); the
+           last code block of the answer is the file.
+  bestof   best-of-N: that request sampled at 0.8, as many at once as the
+           server has slots, until longrun's wall time on the task is spent
+           or a sample passes every test; the sample passing most tests is
+           the file (the tests as the oracle, as a ten-line script's). N is
+           reported.
+  minimal  a minimal harness: read_file, run_tests and write_file tools,
+           called as structured calls or written in the text as longrun
+           reads them (textcalls.py); the last code block of an answer that
+           is not a call is the file; the tests run after every edit; a
+           notice when the same code comes back; at most 8 model calls.
   longrun  a longrun project whose initializer (scripted, no model) commits
            the stub, the tests and one feature per test whose check runs
            that test (--features one: a single feature whose check runs
@@ -17,14 +23,27 @@ against one OpenAI-compatible server (llama-server on 127.0.0.1):
            40 sessions or an hour. What counts is the file on main after
            the run.
 
-For each it prints tests passing, model calls, tokens and wall time, as a
-table (and as JSON with --json). Only the standard library; `--dry-run`
-prints what would run without a server; `--self-test` checks the logic.
+--path whole: each spec (heldout/specs: a SPEC.md, hidden acceptance tests)
+through `longrun init` with the model and `longrun continue` for
+--spec-minutes, scored by the hidden tests on a scratch copy of main, beside
+the bare answer written from the spec alone (whole.py).
+
+--set picks the work: the held-out test set (the default, the headline), the
+dev set (the only one to tune on), or the tuned tasks in tasks/
+(heldout/split.json). For each run it prints tests passing, model calls,
+tokens (and the share served from llama-server's prompt cache), wall time,
+and tokens and seconds per passing test, as a table; --json writes the run
+with its date, commit, machine and command, and --results-md renders such
+files as the tables of RESULTS.md (results.py). Only the standard library;
+`--dry-run` prints what would run without a server; `--self-test` checks the
+logic and the held-out work.
 
 Usage:
   lift.py --base-url http://127.0.0.1:18080/v1 --model qwen2.5-coder-1.5b-instruct \
-          [--tasks parse_duration,roman] [--modes bare,minimal,longrun] \
+          [--set test|dev|tuned] [--tasks a,b] [--modes bare,bestof,minimal,longrun] \
           [--longrun target/debug/longrun] [--temperature 0] [--json out.json]
+  lift.py --path whole [--set test|dev] [--specs a,b] [--spec-minutes 30] [--json out.json]
+  lift.py --results-md run-1.5b.json run-0.5b.json > benches/lift/RESULTS.md
 """
 
 import argparse
@@ -37,6 +56,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -44,9 +64,18 @@ from pathlib import Path
 # The benchmark leaves nothing behind in the repository.
 sys.dont_write_bytecode = True
 
+import textcalls  # noqa: E402 (after the line above: no __pycache__)
+
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
-MODES = ("bare", "minimal", "longrun")
+# Held-out work, split into dev and test before any tuning (heldout/README.md).
+HELDOUT = HERE / "heldout"
+SETS = ("test", "dev", "tuned")
+MODES = ("bare", "bestof", "minimal", "longrun")
+# best-of-N: the bare request sampled at this temperature until longrun's wall
+# time on the task is spent (or a sample passes every test), the sample
+# passing most tests kept: the tests are the oracle, as a ten-line script's.
+BESTOF = {"temperature": 0.8}
 MINIMAL_CALLS = 8
 # longrun's budget per task: sessions, and steps and seconds per session
 # (--sessions, --session-steps, --session-secs).
@@ -74,6 +103,9 @@ TASK_FIELDS = {
     "test_command": str,  # runs every test; its output is counted
     "description": str,   # what to build, as a user would say it
 }
+# Optional: files the tests need beside them (a Cargo.toml, a C header),
+# shown to the model and protected like the tests.
+OPTIONAL_FIELDS = {"support": list}
 
 
 def load_tasks(names=None, tasks_dir=None):
@@ -93,6 +125,41 @@ def load_tasks(names=None, tasks_dir=None):
     return tasks
 
 
+def load_split():
+    """heldout/split.json: the ids of each kind (tasks, specs) in dev and test."""
+    path = HELDOUT / "split.json"
+    split = json.loads(path.read_text())
+    for kind in ("tasks", "specs"):
+        if sorted(split.get(kind, {})) != ["dev", "test"]:
+            raise SystemExit(f"{path}: {kind!r} must hold the lists 'dev' and 'test'")
+    return split
+
+
+def select_tasks(names, tasks_dir, which):
+    """The tasks to run: from --tasks-dir if given; else by --set (the held-out
+    dev or test split, or the tuned tasks in tasks/); with --tasks and no --set,
+    those ids from the tuned and held-out tasks alike."""
+    if tasks_dir:
+        return load_tasks(names, tasks_dir)
+    if which is None and names:
+        pool = [t for root in (TASKS, HELDOUT / "tasks") for t in load_tasks(None, root)]
+        missing = set(names) - {t["id"] for t in pool}
+        if missing:
+            raise SystemExit(f"unknown task(s): {', '.join(sorted(missing))}; see {TASKS} and {HELDOUT / 'tasks'}")
+        return [t for t in pool if t["id"] in names]
+    which = which or "test"
+    if which == "tuned":
+        return load_tasks(names, TASKS)
+    ids = load_split()["tasks"][which]
+    tasks = [t for t in load_tasks(None, HELDOUT / "tasks") if t["id"] in ids]
+    if names:
+        outside = set(names) - {t["id"] for t in tasks}
+        if outside:
+            raise SystemExit(f"task(s) {', '.join(sorted(outside))} are not in the {which} set (heldout/split.json)")
+        tasks = [t for t in tasks if t["id"] in names]
+    return tasks
+
+
 def read_task(d):
     """One task directory's task.json, checked: a bad one names its file and field."""
     path = d / "task.json"
@@ -105,21 +172,24 @@ def read_task(d):
     for field, kind in TASK_FIELDS.items():
         if not isinstance(task.get(field), kind) or isinstance(task.get(field), bool):
             raise SystemExit(f"{path}: field {field!r} must be a {kind.__name__} (see benches/README.md, section lift)")
-    for name in [task["file"], *task["tests"]]:
+    for field, kind in OPTIONAL_FIELDS.items():
+        if not isinstance(task.setdefault(field, kind()), kind):
+            raise SystemExit(f"{path}: field {field!r} must be a {kind.__name__} (see benches/README.md, section lift)")
+    for name in [task["file"], *task["support"], *task["tests"]]:
         if not isinstance(name, str) or Path(name).name != name:
             raise SystemExit(f"{path}: {name!r} must be a plain file name (no directories)")
-    for name in task["tests"]:
+    for name in [*task["support"], *task["tests"]]:
         if not (d / name).is_file():
-            raise SystemExit(f"{path}: the test file {name!r} must be beside task.json")
+            raise SystemExit(f"{path}: the test or support file {name!r} must be beside task.json")
     task["dir"] = d
     return task
 
 
 def task_files(task):
     """The files a task starts with: the stub (unless the model is to write it
-    from nothing) and the tests."""
+    from nothing), its support files and the tests."""
     stub = [task["file"]] if (task["dir"] / task["file"]).is_file() else []
-    return [*stub, *task["tests"]]
+    return [*stub, *task.get("support", []), *task["tests"]]
 
 
 def fresh_copy(task, into):
@@ -185,7 +255,8 @@ def last_code_block(text):
 # ---- the server ----
 
 class Client:
-    """Chat Completions over HTTP, counting calls and tokens."""
+    """Chat Completions over HTTP, counting calls and tokens; safe to share
+    between threads (best-of-N sends its samples at once to parallel slots)."""
 
     def __init__(self, base_url, model, temperature, max_tokens, timeout=1800):
         self.base_url = base_url.rstrip("/")
@@ -193,12 +264,20 @@ class Client:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.timeout = timeout
+        self.lock = threading.Lock()
         self.calls = 0
         self.tokens_in = 0
         self.tokens_out = 0
+        # Of tokens_in, read from llama-server's prompt cache (its `timings`'
+        # cache_n, or usage.prompt_tokens_details.cached_tokens).
+        self.tokens_cached = 0
+        # llama-server's timings, summed: prompt tokens processed and their ms.
+        self.prompt_n = 0
+        self.prompt_ms = 0.0
 
-    def chat(self, messages, tools=None):
-        body = {"model": self.model, "messages": messages, "temperature": self.temperature,
+    def chat(self, messages, tools=None, temperature=None):
+        body = {"model": self.model, "messages": messages,
+                "temperature": self.temperature if temperature is None else temperature,
                 "max_tokens": self.max_tokens}
         if tools:
             body["tools"] = tools
@@ -211,11 +290,49 @@ class Client:
                                      headers={"content-type": "application/json"})
         with urllib.request.urlopen(req, timeout=self.timeout) as r:
             answer = json.load(r)
-        self.calls += 1
-        usage = answer.get("usage") or {}
-        self.tokens_in += usage.get("prompt_tokens", 0)
-        self.tokens_out += usage.get("completion_tokens", 0)
+        self.count(answer.get("usage") or {}, answer.get("timings") or {})
         return answer["choices"][0]
+
+    def count(self, usage, timings):
+        cached = timings.get("cache_n")
+        if cached is None:
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+        with self.lock:
+            self.calls += 1
+            self.tokens_in += usage.get("prompt_tokens", 0)
+            self.tokens_out += usage.get("completion_tokens", 0)
+            self.tokens_cached += cached or 0
+            self.prompt_n += timings.get("prompt_n", 0) or 0
+            self.prompt_ms += timings.get("prompt_ms", 0.0) or 0.0
+
+    def usage(self):
+        return {"calls": self.calls, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+                "tokens_cached": self.tokens_cached}
+
+    def server_root(self):
+        """llama-server's own endpoints (/props, /metrics) sit beside /v1."""
+        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+
+    def get(self, path):
+        """GET a server endpoint: its text, or None where the server has none."""
+        try:
+            with urllib.request.urlopen(f"{self.server_root()}/{path}", timeout=10) as r:
+                return r.read().decode()
+        except (OSError, ValueError):
+            return None
+
+    def slots(self):
+        """How many requests the server serves at once (llama-server's --parallel)."""
+        try:
+            return max(1, int(json.loads(self.get("props") or "{}").get("total_slots", 1)))
+        except (ValueError, TypeError, AttributeError):
+            return 1
+
+    def prompt_tokens_processed(self):
+        """llama-server's count of prompt tokens it evaluated (not served from its
+        cache), from /metrics (served with --metrics); None without it."""
+        m = re.search(r"^llamacpp:prompt_tokens_total ([\d.e+]+)", self.get("metrics") or "", re.M)
+        return int(float(m.group(1))) if m else None
 
 
 # ---- the three modes ----
@@ -239,6 +356,62 @@ def run_bare(task, client, workdir):
     return run_tests(task, workdir)[0]
 
 
+def run_bestof(task, client, workdir, budget_secs, parallel):
+    """Best-of-N: the bare request sampled at BESTOF's temperature, `parallel`
+    requests at once (the server's slots), until `budget_secs` have passed or a
+    sample passes every test; the sample passing most tests is the file.
+    (tests passing, N samples)."""
+    fresh_copy(task, workdir)
+    prompt = [{"role": "user", "content": bare_prompt(task, workdir)}]
+    started = time.monotonic()
+    state = {"begun": 0, "samples": 0, "passing": -1, "code": None, "errors": []}
+    lock = threading.Lock()
+
+    def go_on():
+        with lock:
+            over = state["begun"] > 0 and time.monotonic() - started >= budget_secs
+            if over or state["passing"] == task["total"] or state["errors"]:
+                return False
+            state["begun"] += 1
+            return True
+
+    def sample():
+        while go_on():
+            try:
+                message = client.chat(prompt, temperature=BESTOF["temperature"])
+            except Exception as e:  # a failed request ends the sampling, and is told
+                with lock:
+                    state["errors"].append(e)
+                return
+            code = last_code_block(message.get("content"))
+            passing = score_code(task, code)
+            with lock:
+                state["samples"] += 1
+                if code is not None and passing > state["passing"]:
+                    state.update(passing=passing, code=code)
+
+    threads = [threading.Thread(target=sample) for _ in range(max(1, parallel))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if state["samples"] == 0 and state["errors"]:
+        raise state["errors"][0]
+    if state["code"] is not None:
+        (Path(workdir) / task["file"]).write_text(state["code"])
+    return run_tests(task, workdir)[0], state["samples"]
+
+
+def score_code(task, code):
+    """Tests passing with `code` as the task's file, in a scratch directory."""
+    if code is None:
+        return 0
+    with tempfile.TemporaryDirectory(prefix=f"lift-{task['id']}-sample-") as d:
+        fresh_copy(task, d)
+        (Path(d) / task["file"]).write_text(code)
+        return run_tests(task, d)[0]
+
+
 MINIMAL_TOOLS = [
     {"type": "function", "function": {
         "name": "read_file", "description": "Read a file of the task.",
@@ -246,55 +419,81 @@ MINIMAL_TOOLS = [
     {"type": "function", "function": {
         "name": "run_tests", "description": "Run the tests and see their output.",
         "parameters": {"type": "object", "properties": {}}}},
+    {"type": "function", "function": {
+        "name": "write_file", "description": "Write the whole file; the harness then runs the tests.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                       "required": ["path", "content"]}}},
 ]
+MINIMAL_NAMES = [t["function"]["name"] for t in MINIMAL_TOOLS]
 
 
 def run_minimal(task, client, workdir):
+    """A minimal harness: three tools, called as structured calls or written in
+    the text as longrun reads them (textcalls.py); a code block that is not a
+    call is the new file; the tests run after every edit."""
     fresh_copy(task, workdir)
-    system = ("You are a coding agent. Tools: read_file(path) and run_tests(). To change the file, "
-              f"reply with the complete new {task['file']} in one code block; the harness writes it "
-              "and runs the tests.")
+    system = ("You are a coding agent. Tools: read_file(path), run_tests() and write_file(path, content). "
+              f"To change the file, call write_file or reply with the complete new {task['file']} in one "
+              "code block; the harness writes it and runs the tests.")
     messages = [{"role": "system", "content": system},
                 {"role": "user", "content": f"{task['description']}\nThe files: {', '.join(task_files(task))}."}]
-    best, last_code = 0, None
-    while client.calls < MINIMAL_CALLS:
+    seen = {"last_code": None, "done": False}
+    while client.calls < MINIMAL_CALLS and not seen["done"]:
         message = client.chat(messages, MINIMAL_TOOLS)
+        content = message.get("content") or ""
         calls = message.get("tool_calls") or []
-        messages.append({"role": "assistant", "content": message.get("content") or "",
-                         **({"tool_calls": calls} if calls else {})})
+        text_calls = [] if calls else (textcalls.recover(content, MINIMAL_NAMES) or (None, []))[1]
+        messages.append({"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})})
+        code = file_block(content)
+        edited = minimal_edit(task, workdir, code, seen) if code is not None else None
         for call in calls:
+            fn = call.get("function", {})
             messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
-                             "content": minimal_tool(task, workdir, call)})
-        code = last_code_block(message.get("content"))
-        if code is not None:
-            if code == last_code:
-                messages.append({"role": "user", "content": "That is the same code as before; the tests still fail the same way. Change the approach."})
-                continue
-            last_code = code
-            (Path(workdir) / task["file"]).write_text(code)
-            passing, out = run_tests(task, workdir)
-            best = passing
-            if passing == task["total"]:
-                break
-            messages.append({"role": "user", "content": f"{passing} of {task['total']} tests pass. The end of the output:\n{out[-2000:]}"})
-        elif not calls:
-            messages.append({"role": "user", "content": f"Reply with the complete new {task['file']} in one code block."})
-    return run_tests(task, workdir)[0] if last_code is not None else best
+                             "content": minimal_tool(task, workdir, fn.get("name"), fn.get("arguments"), seen)})
+        told = [f"{name} returned:\n{minimal_tool(task, workdir, name, args, seen)}" for name, args in text_calls]
+        if edited is not None:
+            told.append(edited)
+        if not told and not calls:
+            told.append(f"Reply with the complete new {task['file']} in one code block.")
+        if told:
+            messages.append({"role": "user", "content": "\n\n".join(told)})
+    return run_tests(task, workdir)[0]
 
 
-def minimal_tool(task, workdir, call):
-    fn = call.get("function", {})
+def file_block(text):
+    """The last closed code block of an answer that is not a tool call written as JSON."""
+    blocks = [body for info, body, closed in textcalls.fences(text or "")
+              if closed and not textcalls.fenced(f"```{info}\n{body}\n```", MINIMAL_NAMES)]
+    return blocks[-1] + "\n" if blocks else None
+
+
+def minimal_edit(task, workdir, code, seen):
+    """Write `code` as the task's file and run the tests: what the model is told."""
+    if code == seen["last_code"]:
+        return "That is the same code as before; the tests still fail the same way. Change the approach."
+    seen["last_code"] = code
+    (Path(workdir) / task["file"]).write_text(code)
+    passing, out = run_tests(task, workdir)
+    seen["done"] = passing == task["total"]
+    return f"{passing} of {task['total']} tests pass. The end of the output:\n{out[-2000:]}"
+
+
+def minimal_tool(task, workdir, name, arguments, seen):
     try:
-        args = json.loads(fn.get("arguments") or "{}")
-    except json.JSONDecodeError:
+        args = json.loads(arguments or "{}") if isinstance(arguments, str) else dict(arguments or {})
+    except (json.JSONDecodeError, TypeError, ValueError):
         args = {}
-    if fn.get("name") == "read_file":
-        name = Path(str(args.get("path", ""))).name
-        path = Path(workdir) / name
-        return path.read_text() if name in task_files(task) and path.exists() else f"no such file: {name}"
-    if fn.get("name") == "run_tests":
+    path = Path(str(args.get("path", ""))).name
+    if name == "read_file":
+        found = Path(workdir) / path
+        return found.read_text() if path in task_files(task) and found.exists() else f"no such file: {path}"
+    if name == "run_tests":
         return run_tests(task, workdir)[1][-3000:]
-    return f"unknown tool {fn.get('name')}"
+    if name == "write_file":
+        if path != task["file"]:
+            return f"only {task['file']} may be written"
+        return minimal_edit(task, workdir, str(args.get("content", "")), seen)
+    return f"unknown tool {name}; the tools are {', '.join(MINIMAL_NAMES)}"
 
 
 def longrun_toml(model, base_url, temperature, max_tokens):
@@ -408,10 +607,15 @@ def initializer_script(task):
         {"name": "write_file", "arguments": {"path": "progress.md",
                                              "content": f"# Progress\n\nTests: `{task['test_command']}`.\n"}},
         {"name": "write_file", "arguments": {"path": ".gitignore",
-                                             "content": "__pycache__/\n*.pyc\nnode_modules/\n"}},
+                                             "content": GITIGNORE}},
     ]
     commit = {"name": "bash", "arguments": {"command": "chmod +x init.sh && git add -A && git commit -qm 'The task: stub, tests, features'"}}
     return {"sessions": {"1": [{"tool_calls": writes}, {"tool_calls": [commit]}, {"text": "initialized"}]}}
+
+
+# What the tests' runs leave behind: Python's caches, node's packages, cargo's
+# build, a C test binary.
+GITIGNORE = "__pycache__/\n*.pyc\nnode_modules/\ntarget/\nCargo.lock\n*.bin\n"
 
 
 def longrun_commands(task, longrun, project, spec, script, model, base_url):
@@ -433,7 +637,9 @@ def run_longrun(task, client, workdir, longrun):
     init, cont = longrun_commands(task, longrun, project, spec, script, client.model, client.base_url)
     subprocess.run(init, check=True, capture_output=True)
     subprocess.run(cont, capture_output=True)
-    client.calls, client.tokens_in, client.tokens_out = longrun_usage(project)
+    used = longrun_usage(project, skip_first=True)
+    client.calls, client.tokens_in, client.tokens_out, client.tokens_cached = (
+        used["calls"], used["tokens_in"], used["tokens_out"], used["tokens_cached"])
     # What counts is what is on main.
     judged = work / "judged"
     judged.mkdir()
@@ -444,20 +650,25 @@ def run_longrun(task, client, workdir, longrun):
     return run_tests(task, judged)[0]
 
 
-def longrun_usage(project):
-    """Model requests and tokens of the worker sessions (the scripted initializer is session 1)."""
-    calls = tokens_in = tokens_out = 0
-    for t in sorted((project / ".longrun" / "sessions").glob("*/transcript.jsonl")):
-        if t.parent.name == "0001":
+def longrun_usage(project, skip_first=False):
+    """Model requests and tokens of a longrun project's sessions, from their
+    transcripts (`skip_first`: not session 1, a scripted initializer)."""
+    used = {"calls": 0, "tokens_in": 0, "tokens_out": 0, "tokens_cached": 0}
+    for t in sorted((Path(project) / ".longrun" / "sessions").glob("*/transcript.jsonl")):
+        if skip_first and t.parent.name == "0001":
             continue
         for line in t.read_text().splitlines():
-            e = json.loads(line)
+            try:
+                e = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a transcript cut by a killed run
             if e.get("type") == "response":
-                calls += 1
                 usage = (e.get("response") or {}).get("usage") or {}
-                tokens_in += usage.get("input_tokens", 0)
-                tokens_out += usage.get("output_tokens", 0)
-    return calls, tokens_in, tokens_out
+                used["calls"] += 1
+                used["tokens_in"] += usage.get("input_tokens", 0)
+                used["tokens_out"] += usage.get("output_tokens", 0)
+                used["tokens_cached"] += usage.get("cached_tokens", 0)
+    return used
 
 
 @contextlib.contextmanager
@@ -476,30 +687,155 @@ def run_dir(keep, model, task, mode):
 
 # ---- the table ----
 
+def per_passing(value, passing, digits=0):
+    return f"{value / passing:,.{digits}f}" if passing else "-"
+
+
 def table(rows):
-    head = ["model", "task", "mode", "tests passing", "model calls", "tokens in/out", "time"]
+    """The tasks' rows, and the sums per model and mode."""
+    head = ["model", "task", "mode", "tests passing", "model calls", "tokens in/out", "cached in", "time",
+            "tokens per passing test", "s per passing test"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['task']} | {r['mode']} | {r['passing']}/{r['total']} | {r['calls']} | "
-                     f"{r['tokens_in']}/{r['tokens_out']} | {r['seconds']:.0f} s |")
-    sums = {}
-    for r in rows:
-        key = (r["model"], r["mode"])
-        p, t = sums.get(key, (0, 0))
-        sums[key] = (p + r["passing"], t + r["total"])
-    for (model, mode), (p, t) in sums.items():
-        lines.append(f"| {model} | **all** | {mode} | **{p}/{t}** | | | |")
+        lines.append(row_line(r["model"], r["task"], mode_name(r), r, f"{r['passing']}/{r['total']}"))
+    for (model, mode), r in sum_rows(rows).items():
+        lines.append(row_line(model, "**all**", mode, r, f"**{r['passing']}/{r['total']}**"))
     return "\n".join(lines)
 
 
-def main(argv=None):
+def mode_name(row):
+    return f"bestof (N={row['samples']})" if row["mode"] == "bestof" and "samples" in row else row["mode"]
+
+
+def row_line(model, task, mode, r, passing):
+    tokens = r["tokens_in"] + r["tokens_out"]
+    return (f"| {model} | {task} | {mode} | {passing} | {r['calls']} | {r['tokens_in']}/{r['tokens_out']} | "
+            f"{cached_share(r)} | {r['seconds']:.0f} s | {per_passing(tokens, r['passing'])} | "
+            f"{per_passing(r['seconds'], r['passing'], 1)} |")
+
+
+def cached_share(r):
+    """The share of prompt tokens served from llama-server's cache: from its
+    /metrics where it was read (prompt tokens it evaluated), else as counted
+    per request; "-" when the server told neither."""
+    if not r.get("tokens_in"):
+        return "-"
+    if r.get("server_prompt_tokens") is not None:
+        return f"{max(0.0, 1 - r['server_prompt_tokens'] / r['tokens_in']):.0%}"
+    return f"{r['tokens_cached'] / r['tokens_in']:.0%}" if r.get("tokens_cached") else "-"
+
+
+SUMMED = ("passing", "total", "calls", "tokens_in", "tokens_out", "tokens_cached", "seconds")
+
+
+def sum_rows(rows):
+    """Per (model, mode): the sums of SUMMED, and of server_prompt_tokens where every row has it."""
+    sums = {}
+    for r in rows:
+        s = sums.setdefault((r["model"], r["mode"]), {k: 0 for k in SUMMED} | {"server_prompt_tokens": 0})
+        for k in SUMMED:
+            s[k] += r.get(k) or 0
+        if s["server_prompt_tokens"] is not None and r.get("server_prompt_tokens") is not None:
+            s["server_prompt_tokens"] += r["server_prompt_tokens"]
+        else:
+            s["server_prompt_tokens"] = None
+    return sums
+
+
+# ---- a run's record ----
+
+def machine():
+    cpu = ""
+    with contextlib.suppress(OSError):
+        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        cpu = f", {found.group(1).strip()}" if found else ""
+    return f"{os.uname().machine}, {os.cpu_count()} cores{cpu}"
+
+
+def commit():
+    """The repository's commit, with "+changes" when the work tree differs."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(HERE), *a], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short=12", "HEAD")
+    return f"{head}+changes" if head and git("status", "--porcelain", "--untracked-files=no") else head
+
+
+def meta(args, argv, client):
+    """What a run's tables are of: when, which build, where, which model and set, and how."""
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
+            "machine": machine(), "model": args.model, "base_url": args.base_url,
+            "server_slots": client.slots() if not args.dry_run else None,
+            "path": args.path, "set": args.set or ("tuned" if args.tasks and not args.tasks_dir else "test"),
+            "temperature": args.temperature, "bestof_temperature": BESTOF["temperature"],
+            "command": shlex.join(["python3", "benches/lift/lift.py", *argv])}
+
+
+def write_json(path, args, argv, tasks=(), whole=()):
+    client = Client(args.base_url, args.model, args.temperature, args.max_tokens)
+    doc = {"meta": meta(args, argv, client), "tasks": list(tasks), "whole": list(whole)}
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+# ---- running ----
+
+def run_order(modes):
+    """longrun runs before best-of-N on a task: its wall time is best-of's budget."""
+    return [m for m in modes if m != "bestof"] + (["bestof"] if "bestof" in modes else [])
+
+
+def bestof_budget(task, rows, args):
+    """Seconds best-of-N may sample on `task`: longrun's wall time on it, else --bestof-secs."""
+    done = [r for r in rows if r["task"] == task["id"] and r["model"] == args.model and r["mode"] == "longrun"]
+    return done[-1]["seconds"] if done else args.bestof_secs
+
+
+def run_row(task, mode, args, rows):
+    """One task run one way: its row."""
+    client = Client(args.base_url, args.model, args.temperature, args.max_tokens)
+    before, extra = client.prompt_tokens_processed(), {}
+    with run_dir(args.keep, args.model, task["id"], mode) as workdir:
+        started = time.monotonic()
+        try:
+            if mode == "bare":
+                passing = run_bare(task, client, workdir)
+            elif mode == "bestof":
+                budget = bestof_budget(task, rows, args)
+                slots = args.parallel or client.slots()
+                passing, n = run_bestof(task, client, workdir, budget, slots)
+                extra = {"samples": n, "budget_secs": round(budget, 1), "parallel": slots}
+            elif mode == "minimal":
+                passing = run_minimal(task, client, workdir)
+            else:
+                passing = run_longrun(task, client, workdir, args.longrun)
+        except Exception as e:  # one failed run is a row with 0, not the end of the table
+            print(f"{task['id']} {mode}: {e}", file=sys.stderr)
+            passing = 0
+        seconds = time.monotonic() - started
+    after = client.prompt_tokens_processed()
+    row = {"model": args.model, "task": task["id"], "mode": mode, "passing": passing, "total": task["total"],
+           **client.usage(), "prompt_n": client.prompt_n, "prompt_ms": round(client.prompt_ms),
+           "server_prompt_tokens": after - before if None not in (before, after) else None,
+           "seconds": seconds, **extra}
+    print(f"{task['id']} {mode_name(row)}: {passing}/{task['total']} in {seconds:.0f} s", file=sys.stderr)
+    return row
+
+
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base-url", default="http://127.0.0.1:18080/v1")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
-    ap.add_argument("--tasks", help="comma-separated task ids (default: all)")
+    ap.add_argument("--path", choices=("tasks", "whole"), default="tasks",
+                    help="tasks: each task with its tests given (bare, bestof, minimal, longrun); whole: each "
+                    "spec through `longrun init` and `continue`, scored by its hidden tests, beside the bare "
+                    "answer from the spec alone")
+    ap.add_argument("--set", choices=SETS, help="the held-out test set (the default: the headline), the dev "
+                    "set (tune on this one only), or the tuned tasks in tasks/ (heldout/split.json)")
+    ap.add_argument("--tasks", help="comma-separated task ids (default: all of the set)")
+    ap.add_argument("--specs", help="comma-separated spec ids, with --path whole (default: all of the set)")
     ap.add_argument("--tasks-dir", help=f"a directory of task directories, each with a task.json "
-                    f"(default: {TASKS})")
-    ap.add_argument("--modes", default=",".join(MODES))
+                    f"(instead of a set; e.g. {TASKS})")
+    ap.add_argument("--modes", help=f"tasks: some of {', '.join(MODES)} (default: all); whole: bare and/or "
+                    "longrun (default: both)")
     ap.add_argument("--longrun", default=str(HERE.parent.parent / "target" / "debug" / "longrun"))
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--max-tokens", type=int, default=2048)
@@ -511,62 +847,83 @@ def main(argv=None):
                     help="wall time per longrun session, in seconds")
     ap.add_argument("--task-hours", type=float, default=LONGRUN_BUDGET["hours"],
                     help="longrun starts no new session on a task after this many hours")
+    ap.add_argument("--spec-minutes", type=float, default=30,
+                    help="--path whole: `longrun continue` starts no new session on a spec after this many minutes")
+    ap.add_argument("--bestof-secs", type=float, help="best-of-N's budget per task when longrun is not run "
+                    "on it (otherwise: longrun's wall time on the task)")
+    ap.add_argument("--parallel", type=int, help="best-of-N's requests at once (default: the server's slots, "
+                    "from /props)")
     ap.add_argument("--features", choices=("one", "per-test"), default=FEATURES["split"],
                     help="longrun mode: one feature for all the tests, or one feature per test")
-    ap.add_argument("--json", help="also write the rows as JSON to this file")
+    ap.add_argument("--json", help="also write the run (its meta data and rows) as JSON to this file")
+    ap.add_argument("--results-md", nargs="+", metavar="JSON", help="print the RESULTS.md tables of these "
+                    "--json files and exit")
     ap.add_argument("--keep", help="keep each run's directory (files, longrun project and its "
                     "transcripts) under this directory instead of removing it")
     ap.add_argument("--dry-run", action="store_true", help="print what would run; no server needed")
     ap.add_argument("--self-test", action="store_true", help="run the benchmark's own unit tests")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def chosen_modes(args):
+    allowed = ("bare", "longrun") if args.path == "whole" else MODES
+    modes = [m for m in (args.modes or ",".join(allowed)).split(",") if m]
+    bad = [m for m in modes if m not in allowed]
+    if bad:
+        raise SystemExit(f"unknown mode(s) {bad} for --path {args.path}; use {', '.join(allowed)}")
+    if "bestof" in modes and "longrun" not in modes and args.bestof_secs is None:
+        raise SystemExit("--modes bestof without longrun needs --bestof-secs (its budget per task)")
+    return modes
+
+
+def dry_run(tasks, modes, args):
+    for task in tasks:
+        for mode in run_order(modes):
+            print(f"{args.model} {task['id']} {mode}: {task['test_command']} ({task['total']} tests)")
+            if mode == "bestof":
+                print(f"    sampled at {BESTOF['temperature']} for "
+                      + ("longrun's wall time on the task" if "longrun" in modes else f"{args.bestof_secs} s"))
+            if mode == "longrun":
+                print(f"    features: {split_of(task)}")
+                for cmd in longrun_commands(task, args.longrun, "PROJECT", "SPEC.md", "INIT.json",
+                                            args.model, args.base_url):
+                    print("    " + " ".join(cmd))
+
+
+# The benchmark's own tests: its logic against a fake server, and its held-out work.
+SELF_TESTS = ["test_lift", "test_heldout"]
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
     if args.self_test:
         import unittest
         sys.path.insert(0, str(HERE))
-        suite = unittest.defaultTestLoader.loadTestsFromName("test_lift")
+        suite = unittest.defaultTestLoader.loadTestsFromNames(SELF_TESTS)
         return 0 if unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful() else 1
+    if args.results_md:
+        import results
+        print(results.render([json.loads(Path(p).read_text()) for p in args.results_md]), end="")
+        return 0
     LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs,
                           hours=args.task_hours)
     FEATURES["split"] = args.features
-    tasks = load_tasks(args.tasks.split(",") if args.tasks else None, args.tasks_dir)
-    modes = [m for m in args.modes.split(",") if m]
-    bad = [m for m in modes if m not in MODES]
-    if bad:
-        raise SystemExit(f"unknown mode(s) {bad}; use {', '.join(MODES)}")
+    modes = chosen_modes(args)
+    if args.path == "whole":
+        import whole
+        return whole.main(args, argv, modes)
+    tasks = select_tasks(args.tasks.split(",") if args.tasks else None, args.tasks_dir, args.set)
     if args.dry_run:
-        for task in tasks:
-            for mode in modes:
-                print(f"{args.model} {task['id']} {mode}: {task['test_command']} ({task['total']} tests)")
-                if mode == "longrun":
-                    print(f"    features: {split_of(task)}")
-                    for cmd in longrun_commands(task, args.longrun, "PROJECT", "SPEC.md", "INIT.json",
-                                                args.model, args.base_url):
-                        print("    " + " ".join(cmd))
+        dry_run(tasks, modes, args)
         return 0
     rows = []
     for task in tasks:
-        for mode in modes:
-            client = Client(args.base_url, args.model, args.temperature, args.max_tokens)
-            with run_dir(args.keep, args.model, task["id"], mode) as workdir:
-                started = time.monotonic()
-                try:
-                    if mode == "bare":
-                        passing = run_bare(task, client, workdir)
-                    elif mode == "minimal":
-                        passing = run_minimal(task, client, workdir)
-                    else:
-                        passing = run_longrun(task, client, workdir, args.longrun)
-                except Exception as e:  # one failed run is a row with 0, not the end of the table
-                    print(f"{task['id']} {mode}: {e}", file=sys.stderr)
-                    passing = 0
-                seconds = time.monotonic() - started
-            row = {"model": args.model, "task": task["id"], "mode": mode, "passing": passing,
-                   "total": task["total"], "calls": client.calls, "tokens_in": client.tokens_in,
-                   "tokens_out": client.tokens_out, "seconds": seconds}
-            rows.append(row)
-            print(f"{task['id']} {mode}: {passing}/{task['total']} in {seconds:.0f} s", file=sys.stderr)
+        for mode in run_order(modes):
+            rows.append(run_row(task, mode, args, rows))
     print(table(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+        write_json(args.json, args, argv, tasks=rows)
     return 0
 
 

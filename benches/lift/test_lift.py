@@ -5,15 +5,18 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import lift
 import probe
+import textcalls
 
 SOLUTIONS = lift.HERE / "solutions"
 
@@ -24,24 +27,47 @@ def solved(task, workdir):
 
 
 class FakeServer:
-    """Chat Completions on 127.0.0.1:0, answering from a list of messages, recording requests."""
+    """llama-server as lift.py meets it, on 127.0.0.1:0: Chat Completions (and
+    plain completions) answered from a list of messages or by a function of the
+    request, several at once (like --parallel N); each answer with usage and
+    `timings`; GET /props (total_slots) and /metrics (prompt tokens evaluated).
+    Records every request and the most served at once."""
 
-    def __init__(self, answers):
-        self.answers = list(answers)
+    PROMPT_N, CACHE_N = 40, 60  # of each request's 100 prompt tokens
+
+    def __init__(self, answers, slots=1, delay=0.0):
+        self.answers = answers if callable(answers) else list(answers)
         self.requests = []
+        self.lock = threading.Lock()
+        self.in_flight = self.most_in_flight = self.prompt_tokens_total = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path == "/props":
+                    self.reply({"total_slots": slots})
+                elif self.path == "/metrics":
+                    self.reply(f"llamacpp:prompt_tokens_total {outer.prompt_tokens_total}\n", "text/plain")
+                else:
+                    self.send_error(404)
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.requests.append(body)
-                message = outer.answers.pop(0) if outer.answers else {"role": "assistant", "content": "done"}
+                message = outer.answer(body)
+                time.sleep(delay)
                 # A plain completion (probe.py) answers with text.
                 choice = {"message": message} if "messages" in body else {"text": message["content"]}
-                data = json.dumps({"choices": [choice],
-                                   "usage": {"prompt_tokens": 100, "completion_tokens": 10}}).encode()
+                with outer.lock:
+                    outer.in_flight -= 1
+                    outer.prompt_tokens_total += FakeServer.PROMPT_N
+                self.reply({"choices": [choice], "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+                            "timings": {"prompt_n": FakeServer.PROMPT_N, "cache_n": FakeServer.CACHE_N,
+                                        "prompt_ms": 20.0, "predicted_n": 10, "predicted_ms": 30.0}})
+
+            def reply(self, doc, kind="application/json"):
+                data = (doc if isinstance(doc, str) else json.dumps(doc)).encode()
                 self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -49,8 +75,18 @@ class FakeServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = HTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def answer(self, body):
+        with self.lock:
+            self.requests.append(body)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            if callable(self.answers):
+                return self.answers(body)
+            return self.answers.pop(0) if self.answers else {"role": "assistant", "content": "done"}
 
     def __enter__(self):
         self.thread.start()
@@ -60,8 +96,11 @@ class FakeServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def url(self):
+        return f"http://127.0.0.1:{self.httpd.server_port}/v1"
+
     def client(self):
-        return lift.Client(f"http://127.0.0.1:{self.httpd.server_port}/v1", "m", 0.0, 256)
+        return lift.Client(self.url(), "m", 0.0, 256)
 
 
 def code_answer(task):
@@ -314,7 +353,7 @@ class TestOwnTasks(unittest.TestCase):
             ({k: v for k, v in SHELL_TASK.items() if k != "total"}, {"greet.sh": "", "test.sh": ""}, "'total'"),
             (dict(SHELL_TASK, tests="test.sh"), {"greet.sh": "", "test.sh": ""}, "'tests' must be a list"),
             (dict(SHELL_TASK, total=True), {"greet.sh": "", "test.sh": ""}, "'total' must be a int"),
-            (SHELL_TASK, {"greet.sh": ""}, "the test file 'test.sh' must be beside task.json"),
+            (SHELL_TASK, {"greet.sh": ""}, "the test or support file 'test.sh' must be beside task.json"),
             (dict(SHELL_TASK, file="../x.sh"), {"test.sh": ""}, "'../x.sh' must be a plain file name"),
         ]
         for fields, files, said in cases:
@@ -381,8 +420,8 @@ class TestLongrunSetUp(unittest.TestCase):
         rows = [{"model": "m", "task": t, "mode": "bare", "passing": p, "total": 10, "calls": 1,
                  "tokens_in": 5, "tokens_out": 1, "seconds": 2.0} for t, p in (("a", 3), ("b", 4))]
         text = lift.table(rows)
-        self.assertIn("| m | a | bare | 3/10 | 1 | 5/1 | 2 s |", text)
-        self.assertIn("| m | **all** | bare | **7/20** |", text)
+        self.assertIn("| m | a | bare | 3/10 | 1 | 5/1 | - | 2 s | 2 | 0.7 |", text)
+        self.assertIn("| m | **all** | bare | **7/20** | 2 | 10/2 | - | 4 s | 2 | 0.6 |", text)
 
 
 def add_task(root):
@@ -427,7 +466,7 @@ class TestProbe(unittest.TestCase):
                 "    return a + b\n",      # both: kept, and test_small's state dropped
             ]
             with FakeServer([{"role": "assistant", "content": a} for a in answers]) as server:
-                client = probe.Completions(f"http://127.0.0.1:{server.httpd.server_port}/v1", "m", 0.8, 64)
+                client = probe.Completions(server.url(), "m", 0.8, 64)
                 lines = []
                 kept = probe.search(task, client, 10, probe.random.Random(3), lines.append)
             self.assertEqual(len(lines), 3, lines)
@@ -442,6 +481,159 @@ class TestProbe(unittest.TestCase):
             self.assertIn("<|file_sep|>", first["stop"])
             self.assertEqual(first["temperature"], 0.8)
             self.assertEqual(client.calls, 3)
+
+
+RUST_TEXT_CALLS = lift.HERE.parent.parent / "src" / "confined" / "text_calls.rs"
+RUST_TOKEN = re.compile(r'r#"(.*?)"#|"((?:[^"\\]|\\.)*)"|Some\(Format::(\w+)\)|\bNone\b|&\[|\]|\(|\)', re.S)
+FORMATS = {"Hermes": "hermes", "FunctionTag": "function-tag", "Mistral": "mistral", "PythonTag": "python-tag",
+           "Fenced": "fenced", "Bare": "bare"}
+
+
+def rust_cases():
+    """The table of answers in src/confined/text_calls.rs's tests: (what, answer,
+    format or None, [(name, arguments JSON)])."""
+    source = RUST_TEXT_CALLS.read_text()
+    body = source[source.index("const CASES"):]
+    body = body[body.index("= &[") + 4:body.index("\n    ];")]
+    cases, stack = [], []
+    for m in RUST_TOKEN.finditer(body):
+        token = m.group(0)
+        if token in ("(", "&["):
+            stack.append([])
+        elif token in (")", "]"):
+            done = stack.pop()
+            (stack[-1] if stack else cases).append(done)
+        elif m.group(1) is not None:
+            stack[-1].append(m.group(1))
+        elif m.group(2) is not None:
+            escapes = {"n": "\n", "t": "\t", "r": "\r"}
+            stack[-1].append(re.sub(r"\\(.)", lambda e: escapes.get(e.group(1), e.group(1)), m.group(2)))
+        else:
+            stack[-1].append(m.group(3))
+    return cases
+
+
+class TestTextCalls(unittest.TestCase):
+    def test_every_answer_of_longruns_own_table_is_read_as_longrun_reads_it(self):
+        cases = rust_cases()
+        self.assertGreaterEqual(len(cases), 20)
+        tools = ["bash", "read_file", "write_file", "edit_file", "list_files", "grep"]
+        for what, answer, form, expected in cases:
+            found = textcalls.recover(answer, tools)
+            got = (found[0], [(n, json.loads(a)) for n, a in found[1]]) if found else (None, [])
+            self.assertEqual(got, (FORMATS.get(form), [(n, json.loads(a)) for n, a in expected]), what)
+
+    def test_a_file_block_is_the_last_block_that_is_not_a_call(self):
+        text = ("wrap.py\n```python\ndef wrap():\n    pass\n```\n"
+                '```json\n{"name": "run_tests", "arguments": {}}\n```\n')
+        self.assertEqual(lift.file_block(text), "def wrap():\n    pass\n")
+        self.assertIsNone(lift.file_block('```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```'))
+
+
+def sample_answers(task, wrong_first):
+    """Answers to best-of-N's requests: `wrong_first` wrong files, then the solution."""
+    code = (SOLUTIONS / task["id"] / task["file"]).read_text()
+    count = {"n": 0}
+
+    def answer(body):
+        count["n"] += 1
+        text = "def top_words(text, n):\n    return []\n" if count["n"] <= wrong_first else code
+        return {"role": "assistant", "content": f"```python\n{text}```"}
+    return answer
+
+
+class TestBestOf(unittest.TestCase):
+    def test_samples_go_to_every_slot_until_one_passes_every_test(self):
+        (task,) = lift.load_tasks(["wordfreq"])
+        with FakeServer(sample_answers(task, 5), slots=2, delay=0.3) as server, \
+                tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            self.assertEqual(client.slots(), 2)
+            passing, n = lift.run_bestof(task, client, d, 600, client.slots())
+        self.assertEqual(passing, task["total"])
+        self.assertIn(n, (6, 7), "stops once a sample passes (the other slot's sample may be in flight)")
+        self.assertEqual(client.calls, n)
+        self.assertEqual(server.most_in_flight, 2)
+        self.assertTrue(all(r["temperature"] == lift.BESTOF["temperature"] for r in server.requests))
+        self.assertEqual(server.requests[0]["messages"][0]["content"], lift.bare_prompt(task, task["dir"]))
+
+    def test_the_budget_ends_the_sampling_and_the_best_sample_is_kept(self):
+        (task,) = lift.load_tasks(["wordfreq"])
+        partial = "import re\ndef top_words(text, n):\n    return [] if n <= 0 or not text else [('a', 3)]\n"
+        answers = [{"role": "assistant", "content": f"```python\n{c}```"}
+                   for c in ("x = 1\n", partial, "x = 2\n")] * 10
+        with FakeServer(answers, delay=0.2) as server, tempfile.TemporaryDirectory() as d:
+            passing, n = lift.run_bestof(task, server.client(), d, 0.5, 1)
+            self.assertEqual((Path(d) / "wordfreq.py").read_text(), partial)
+        self.assertEqual(passing, 2)
+        self.assertTrue(2 <= n <= 4, n)
+
+    def test_a_zero_budget_still_takes_one_sample(self):
+        (task,) = lift.load_tasks(["roman"])
+        with FakeServer([]) as server, tempfile.TemporaryDirectory() as d:
+            self.assertEqual(lift.run_bestof(task, server.client(), d, 0, 3), (0, 1))
+
+    def test_best_of_runs_after_longrun_on_its_wall_time(self):
+        self.assertEqual(lift.run_order(["bestof", "bare", "longrun"]), ["bare", "longrun", "bestof"])
+        args = lift.parse_args(["--bestof-secs", "7"])
+        rows = [{"task": "t", "model": args.model, "mode": "longrun", "seconds": 93.5}]
+        self.assertEqual(lift.bestof_budget({"id": "t"}, rows, args), 93.5)
+        self.assertEqual(lift.bestof_budget({"id": "u"}, rows, args), 7)
+        with self.assertRaises(SystemExit) as caught:
+            lift.chosen_modes(lift.parse_args(["--modes", "bare,bestof"]))
+        self.assertIn("--bestof-secs", str(caught.exception))
+
+
+class TestMinimalTextCalls(unittest.TestCase):
+    def test_calls_written_as_text_are_run_and_a_written_file_is_tested(self):
+        (task,) = lift.load_tasks(["wordfreq"])
+        code = (SOLUTIONS / task["id"] / task["file"]).read_text()
+        answers = [
+            {"role": "assistant", "content": '<tool_call>\n{"name": "read_file", "arguments": '
+                                             '{"path": "test_wordfreq.py"}}\n</tool_call>'},
+            json_block("write_file", {"path": "test_wordfreq.py", "content": "x"}),
+            json_block("write_file", {"path": "wordfreq.py", "content": code}),
+        ]
+        with FakeServer(answers) as server, tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            self.assertEqual(lift.run_minimal(task, client, d), task["total"])
+            self.assertEqual((Path(d) / "test_wordfreq.py").read_text(),
+                             (task["dir"] / "test_wordfreq.py").read_text(), "the tests are protected")
+        self.assertEqual(client.calls, 3, "it stops once every test passes")
+        told = [r["messages"][-1] for r in server.requests[1:]]
+        self.assertEqual(told[0]["role"], "user")
+        self.assertIn("read_file returned:\ndef", told[0]["content"].replace("import unittest", "def"))
+        self.assertIn("only wordfreq.py may be written", told[1]["content"])
+        self.assertEqual([t["function"]["name"] for t in server.requests[0]["tools"]], lift.MINIMAL_NAMES)
+
+    def test_a_file_then_a_call_in_one_answer_writes_the_file_first(self):
+        (task,) = lift.load_tasks(["roman"])
+        code = (SOLUTIONS / task["id"] / task["file"]).read_text()
+        answer = {"role": "assistant", "content": f"roman.py\n```python\n{code}```\n"
+                                                  + json_block("run_tests", {})["content"]}
+        with FakeServer([answer]) as server, tempfile.TemporaryDirectory() as d:
+            self.assertEqual(lift.run_minimal(task, server.client(), d), task["total"])
+        self.assertEqual(len(server.requests), 1)
+
+
+class TestServerCounts(unittest.TestCase):
+    def test_each_rows_cache_share_comes_from_the_servers_timings_and_metrics(self):
+        (task,) = lift.load_tasks(["roman"])
+        with FakeServer([code_answer(task)]) as server:
+            args = lift.parse_args(["--base-url", server.url(), "--model", "m"])
+            with contextlib.redirect_stderr(io.StringIO()):
+                row = lift.run_row(task, "bare", args, [])
+        self.assertEqual((row["passing"], row["calls"], row["tokens_in"]), (task["total"], 1, 100))
+        self.assertEqual((row["tokens_cached"], row["prompt_n"], row["prompt_ms"]),
+                         (FakeServer.CACHE_N, FakeServer.PROMPT_N, 20))
+        self.assertEqual(row["server_prompt_tokens"], FakeServer.PROMPT_N)
+        self.assertEqual(lift.cached_share(row), "60%")
+        self.assertIn("| 60% |", lift.table([row]))
+
+    def test_without_metrics_the_share_is_what_the_requests_told(self):
+        row = {"tokens_in": 200, "tokens_cached": 50, "server_prompt_tokens": None}
+        self.assertEqual(lift.cached_share(row), "25%")
+        self.assertEqual(lift.cached_share(dict(row, tokens_cached=0)), "-")
 
 
 if __name__ == "__main__":
