@@ -47,7 +47,7 @@ pub fn run_sandbox(args: SandboxCmd) -> ExitCode {
     };
     if spec.profile.network == Network::Registries {
         // Someone must run the proxy outside: this process, supervising.
-        return crate::trusted::proxy::supervise(&spec, &args.argv);
+        return super::proxy::supervise(&spec, &args.argv);
     }
     let env = session_env(&spec);
     match confine(&spec) {

@@ -20,6 +20,7 @@ mod limits;
 mod mounts;
 mod network;
 mod profile;
+pub mod proxy;
 mod proxy_bridge;
 mod registries;
 mod seccomp;

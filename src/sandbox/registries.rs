@@ -1,7 +1,7 @@
 //! The hosts a `network = "registries"` sandbox may reach through the
 //! orchestrator's proxy: the package registries by default, plus what the
 //! profile and `longrun.toml` add. This module parses and matches host
-//! patterns; it opens no connection (the proxy, `trusted/session/proxy.rs`, does).
+//! patterns; it opens no connection (the proxy, `sandbox/proxy.rs`, does).
 
 use serde::{Deserialize, Serialize};
 

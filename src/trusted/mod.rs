@@ -3,9 +3,10 @@
 //!
 //! Only the orchestrator writes the project's main branch and `.longrun/`.
 //!
-//! Its rooms: [`record`] (what is written and read back), [`contract`] (the project, its
-//! features and models), [`verify`] (independent verification), [`session`] (one session from
-//! plan to verdict) and [`run`] (the loop of sessions and the commands around it).
+//! Its rooms, lowest first; each imports only from the rooms before it (docs/design.md):
+//! [`record`] (what is written down and read back), [`contract`] (the project, its settings
+//! and models), [`verify`] (independent verification), [`session`] (one session from plan to
+//! verdict) and [`run`] (`init`, the loop of sessions and the commands around it).
 
 pub mod contract;
 pub mod record;
@@ -14,17 +15,16 @@ pub mod session;
 pub mod verify;
 
 pub use crate::schema::Verdict;
-pub use contract::amend::{add as add_feature, amend, list as list_features, reopen, NewFeature};
-pub use contract::init::{init, InitArgs};
 pub use contract::project::{resolve_model, Project};
 pub use record::history::{FeatureStats, History, SessionRow};
 pub use record::lock::rfc3339;
+pub use record::reporter::{Mode, Reporter};
 pub use record::{repo, state, transcript};
+pub use run::amend::{add as add_feature, amend, list as list_features, reopen, NewFeature};
 pub use run::continue_run::{continue_run, ContinueArgs};
 pub use run::control::{retry, stop};
 pub use run::demo::{demo, DemoArgs};
 pub use run::gc::{gc, GcArgs};
+pub use run::init::{init, InitArgs};
 pub use run::pause::parse_duration;
-pub use run::reporter::{Mode, Reporter};
 pub use run::status::{log, status};
-pub use session::proxy;

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use git2::{Oid, Repository};
 
-use crate::trusted::record::repo::{self, LogEntry};
+use super::repo::{self, LogEntry};
 use crate::trusted::Verdict;
 
 /// One session, from its verdict commit's trailers.

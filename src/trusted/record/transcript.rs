@@ -70,7 +70,7 @@ pub enum Entry {
     /// step) asked the registries proxy for, allowed or refused.
     Network {
         during: String,
-        contacts: Vec<crate::trusted::session::proxy::Contact>,
+        contacts: Vec<crate::sandbox::proxy::Contact>,
     },
     Verdict {
         verdict: String,
@@ -128,7 +128,7 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
 
 /// Every host the transcript at `path` says a registries proxy was asked
 /// for, across the session's confined runs.
-pub fn contacts(path: &Path) -> Vec<crate::trusted::session::proxy::Contact> {
+pub fn contacts(path: &Path) -> Vec<crate::sandbox::proxy::Contact> {
     read(path)
         .unwrap_or_default()
         .into_iter()

@@ -3,8 +3,8 @@
 use crate::schema::trailer;
 use git2::Oid;
 
+use super::repo;
 use crate::model::Usage;
-use crate::trusted::record::repo;
 use crate::trusted::{Project, Verdict};
 
 /// Everything a verdict commit says.
@@ -24,7 +24,7 @@ pub struct Record<'a> {
     pub work_kept: bool,
     /// What the loop detector found, one entry per trigger.
     pub loops: &'a [String],
-    /// The hosts the registries proxy was asked for (trusted/session/proxy.rs).
+    /// The hosts the registries proxy was asked for (sandbox/proxy.rs).
     pub network: &'a [String],
     /// The reviewer's answer, when `[review]` is on.
     pub review: Option<&'a str>,

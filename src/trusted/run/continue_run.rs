@@ -6,19 +6,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::notify::{self, Notifier};
+use super::pause::{wait_out, Backoff, Resume};
 use crate::config::Pick;
 use crate::error::Outcome;
 use crate::features::Feature;
 use crate::schema::{Fault, Role};
 pub use crate::trusted::contract::models::{ModelChoice, Models};
-use crate::trusted::run::fault::Pause;
-use crate::trusted::run::notify::{self, Notifier};
-use crate::trusted::run::pause::{wait_out, Backoff, Resume};
-pub use crate::trusted::run::signals::Interrupt;
+use crate::trusted::session::fault::Pause;
 use crate::trusted::session::lifecycle::{
     next_number, run_session, MergeQueue, SessionOutcome, SessionPlan,
 };
 use crate::trusted::session::serve::CostLimit;
+pub use crate::trusted::session::signals::Interrupt;
 use crate::trusted::{record::lock, session::recover, History, Mode, Project, Reporter, Verdict};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
@@ -69,7 +69,7 @@ impl ContinueArgs {
             parallel: 1,
             notify: None,
             model_for: Vec::new(),
-            max_wait: crate::trusted::run::pause::DEFAULT_MAX_WAIT,
+            max_wait: super::pause::DEFAULT_MAX_WAIT,
             stash: false,
         }
     }
@@ -153,7 +153,7 @@ pub async fn continue_run(args: ContinueArgs) -> anyhow::Result<Outcome> {
         .with_check_rounds(project.config.harness.check_rounds);
     // A work-tree update a crash cut short is finished before the tree is judged.
     crate::trusted::record::repo::resync_worktree(&project.repo)?;
-    crate::trusted::run::worktree::check(&project, args.stash, &reporter)?;
+    super::worktree::check(&project, args.stash, &reporter)?;
     let interrupt = Interrupt::install()?;
     recover::recover_all(&project, &reporter)?;
     // A stop asked for before this run started is not for this run.
@@ -478,7 +478,7 @@ fn tell_about_failure(
 /// Roll up the packs sessions added once they pass the threshold; a repack
 /// that fails is a warning, the run goes on.
 fn compact_objects(project: &Project) {
-    match crate::trusted::run::compact::compact_if_due(project.repo.path()) {
+    match super::compact::compact_if_due(project.repo.path()) {
         Ok(true) => {
             tracing::info!("rolled up the project's packs");
             if let Err(e) = project.forget_deleted_packs() {

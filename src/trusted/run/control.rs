@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
+use super::continue_run::stop_file;
 use crate::error::{bad_input, Outcome};
 use crate::trusted::record::repo;
-use crate::trusted::run::continue_run::stop_file;
 use crate::trusted::{record::lock, Project};
 
 /// Ask a running `continue` to stop after its current session. With no run
@@ -45,11 +45,7 @@ pub fn retry(dir: &Path, feature: &str) -> anyhow::Result<String> {
     };
     if f.passes {
         // A passing feature is tried again only once it is open again.
-        return crate::trusted::contract::amend::reopen(
-            dir,
-            feature,
-            Some("reopened by `longrun retry`"),
-        );
+        return super::amend::reopen(dir, feature, Some("reopened by `longrun retry`"));
     }
     let _lock = lock::acquire(&project.longrun_dir())?;
     let failed = project.history()?.stats(feature).failed_attempts;

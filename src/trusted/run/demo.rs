@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use super::continue_run::{continue_run, ContinueArgs};
+use super::init::{init, InitArgs};
+use super::status::{log, status};
 use crate::error::{bad_input, Outcome};
 use crate::templates::{DEMO_MODEL, DEMO_SPEC, DEMO_TOML};
-use crate::trusted::contract::init::{init, InitArgs};
-use crate::trusted::run::continue_run::{continue_run, ContinueArgs};
-use crate::trusted::run::status::{log, status};
 
 pub struct DemoArgs {
     pub dir: Option<PathBuf>,
@@ -71,7 +71,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         quiet: false,
         json: false,
         force: false,
-        max_wait: crate::trusted::run::pause::DEFAULT_MAX_WAIT,
+        max_wait: super::pause::DEFAULT_MAX_WAIT,
     })
     .await?;
     if outcome != Outcome::Done {

@@ -54,8 +54,8 @@ pub fn gc(dir: &Path, args: &GcArgs) -> anyhow::Result<String> {
         dirs += u32::from(remove_session_dir(&project, row.session, args.transcripts)?);
     }
     // The cached checkout of main: each run makes it anew at its first use.
-    crate::trusted::session::checkout::remove(&project)?;
-    crate::trusted::run::compact::repack_all(project.repo.path())?;
+    crate::trusted::verify::checkout::remove(&project)?;
+    super::compact::repack_all(project.repo.path())?;
     let after = Disk::of(&project);
     Ok(format!(
         "pruned {refs} session ref(s) and {dirs} session director(y/ies); kept the newest {}\n\

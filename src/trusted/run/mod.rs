@@ -1,16 +1,16 @@
-//! The run: `longrun continue`'s loop of sessions and what surrounds it (pausing on
-//! provider faults, notifications, signals, stop and retry, the reporter, gc and compaction,
-//! the user's work tree, the demo, status and log).
+//! The top of the orchestrator: `longrun init` and `continue`'s loop of sessions (pausing
+//! while the provider is away, notifications, the user's work tree, compaction), and the
+//! commands that steer or read a project between runs: features and amend, stop and retry,
+//! gc, status and log, the demo.
 
+pub(crate) mod amend;
 pub(crate) mod compact;
 pub(crate) mod continue_run;
 pub(crate) mod control;
 pub(crate) mod demo;
-pub(crate) mod fault;
 pub(crate) mod gc;
+pub(crate) mod init;
 pub(crate) mod notify;
 pub(crate) mod pause;
-pub(crate) mod reporter;
-pub(crate) mod signals;
 pub(crate) mod status;
 pub(crate) mod worktree;

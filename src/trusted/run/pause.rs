@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::continue_run::Interrupt;
 use crate::model::{ModelError, Provider};
-use crate::trusted::run::continue_run::Interrupt;
-use crate::trusted::run::fault::Pause;
+use crate::trusted::session::fault::Pause;
 use crate::trusted::Reporter;
 
 /// `--max-wait` when not given: a night's usage-limit reset fits.

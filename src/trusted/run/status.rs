@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::trusted::run::continue_run::next_feature_besides;
+use super::continue_run::next_feature_besides;
 use crate::trusted::Project;
 use crate::view::text::{bytes, duration, fit_last_column, output_width, render_table};
 
@@ -51,7 +51,7 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         .iter()
         .filter(|s| s.verdict == "accepted")
         .count();
-    let disk = crate::trusted::run::gc::Disk::of(&project);
+    let disk = super::gc::Disk::of(&project);
     if as_json {
         let rows: Vec<_> = features
             .iter()

@@ -47,7 +47,7 @@ pub async fn install(
     cmd.stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    let (mut child, served) = crate::trusted::session::proxy::spawn(cmd, &spec)?;
+    let (mut child, served) = crate::sandbox::proxy::spawn(cmd, &spec)?;
     let pid = child.id();
     let finished = tokio::time::timeout(timeout, child.wait()).await;
     if let Some(pid) = pid {

@@ -3,7 +3,7 @@
 //! The orchestrator runs `longrun __export` confined with the session's own
 //! sandbox spec (see [`crate::confined::run_export`]), in an overlay
 //! workspace with the paths the session changed on its stdin
-//! ([`crate::trusted::session::upper`]), and reads its stdout from a pipe, with a byte cap
+//! ([`super::upper`]), and reads its stdout from a pipe, with a byte cap
 //! and a time limit: one JSON header line, then a git pack. The pack is
 //! indexed into a quarantine under `.longrun/import/`, its objects are
 //! checked to be complete from the session's HEAD down to what main already
@@ -194,12 +194,12 @@ fn over_cap(target: &Target) -> String {
 }
 
 /// For an overlay workspace, the paths the session changed, read from its
-/// upper layer ([`crate::trusted::session::upper`]), in a file of the orchestrator's for the
+/// upper layer ([`super::upper`]), in a file of the orchestrator's for the
 /// export's stdin; None (the export compares the whole work tree) when the
 /// workspace is no overlay or its upper layer cannot be read.
 fn changed_paths(spec: &SandboxSpec, session_dir: &Path) -> Option<std::fs::File> {
     let layers = spec.layers.as_ref()?;
-    let listed = crate::trusted::session::upper::changed_paths(&layers.upper).and_then(|paths| {
+    let listed = super::upper::changed_paths(&layers.upper).and_then(|paths| {
         let mut file = tempfile::tempfile_in(session_dir)?;
         for path in paths {
             file.write_all(&path)?;

@@ -6,9 +6,9 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+use super::lifecycle::session_dir;
 use crate::broker::SessionEvent;
 use crate::trusted::record::transcript::{self, Entry};
-use crate::trusted::session::lifecycle::session_dir;
 use crate::trusted::{History, Project};
 
 /// One session in flight.
@@ -28,7 +28,7 @@ pub struct InProgress {
 /// Every unrecorded session that has a transcript, oldest first. Call only
 /// while a run holds the lock: otherwise these are interrupted sessions.
 pub fn sessions(project: &Project, history: &History) -> Vec<InProgress> {
-    crate::trusted::session::recover::unrecorded(project, history)
+    super::recover::unrecorded(project, history)
         .into_iter()
         .filter_map(|n| read(project, n))
         .collect()

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::serve::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use crate::broker::{self, WorkerEnd, WorkerReport};
 use crate::features::Feature;
 use crate::model::family::{profile, Profile};
@@ -20,9 +21,8 @@ use crate::trusted::record::repo;
 use crate::trusted::record::state::{self, State};
 use crate::trusted::record::transcript::{Entry, Transcript};
 use crate::trusted::record::verdict::{self, Record};
-use crate::trusted::session::serve::{self as serve, CostLimit, Launch, Stop, WorkerRun};
 use crate::trusted::verify::verification::{self, CheckRun};
-use crate::trusted::{session::import, session::workspace};
+use crate::trusted::{session::import, verify::workspace};
 use crate::trusted::{Project, Reporter, Verdict};
 
 /// Held while a session is verified and recorded, so merges into main go one at a time.
@@ -53,7 +53,7 @@ pub struct SessionOutcome {
     /// Who failed, when it was not accepted.
     pub fault: Option<crate::schema::Fault>,
     /// Set when the provider stayed unavailable: the run pauses.
-    pub pause: Option<crate::trusted::run::fault::Pause>,
+    pub pause: Option<super::fault::Pause>,
     /// Not accepted, its work kept at its ref: the features the worker said
     /// that work makes pass ([`broker::WorkerReport::passes_others`]), as
     /// said, at most [`MAX_HINTS`]. Untrusted: only which feature goes next.
@@ -128,7 +128,7 @@ pub async fn run_session(
     merges: &MergeQueue,
 ) -> anyhow::Result<SessionOutcome> {
     let started = Instant::now();
-    let mut phases = crate::trusted::session::timing::Phases::start(plan.number);
+    let mut phases = super::timing::Phases::start(plan.number);
     let dir = session_dir(project, plan.number);
     let (work, tmp, home) = (dir.join("work"), dir.join("tmp"), dir.join("home"));
     let sessions = state::sessions_dir(&project.dir);
@@ -139,7 +139,7 @@ pub async fn run_session(
         std::fs::create_dir_all(d).with_context(|| format!("failed to create {}", d.display()))?;
     }
     let base = repo::main_head(&project.repo)?.context("main has no commits")?;
-    crate::trusted::session::failpoint::hit("before-clone", plan.number).await;
+    super::failpoint::hit("before-clone", plan.number).await;
     let lower = make_workspace(project, &dir, base)?;
     let mut transcript = Transcript::open(&dir.join("transcript.jsonl"))?;
     let model_name =
@@ -167,14 +167,7 @@ pub async fn run_session(
         .ok()
         .flatten()
         .is_some_and(|m| m == 0o100644 || m == 0o100755);
-    crate::trusted::session::dependencies::install(
-        &spec,
-        init_sh,
-        &dir,
-        check_time,
-        &mut transcript,
-    )
-    .await?;
+    super::dependencies::install(&spec, init_sh, &dir, check_time, &mut transcript).await?;
 
     let launch = Launch {
         number: plan.number,
@@ -186,7 +179,7 @@ pub async fn run_session(
         cost_limit: plan.cost_limit.clone(),
         budget: project.config.budget.clone(),
         profile: &project.profile.name,
-        proxy: crate::trusted::session::proxy::Channel::for_spec(&spec)?,
+        proxy: crate::sandbox::proxy::Channel::for_spec(&spec)?,
         subagent_model: plan.subagent_model.clone(),
     };
     phases.mark("prepare");
@@ -195,7 +188,7 @@ pub async fn run_session(
 
     // Verification, from outside the session. Whatever the session's output
     // breaks on the way is its verdict, `failed`, and the run goes on.
-    crate::trusted::session::failpoint::hit("verification", plan.number).await;
+    super::failpoint::hit("verification", plan.number).await;
     let mut failures: Vec<String> = over_size(project, &work).into_iter().collect();
 
     let target = import::Target::of(project);
@@ -253,7 +246,7 @@ pub async fn run_session(
     let fault = if output_failed {
         Some(crate::schema::Fault::Work)
     } else {
-        crate::trusted::run::fault::of(verdict, &run)
+        super::fault::of(verdict, &run)
     };
     let sandbox_layers = match &run.sandbox {
         Some(enforcement) => enforcement.trailer_lines(),
@@ -278,7 +271,7 @@ pub async fn run_session(
         work_kept: imported.is_some(),
         loops: &run.loops,
         // Every confined run's hosts: before the worker, the worker's, verification's.
-        network: &crate::trusted::session::proxy::trailer_lines(
+        network: &crate::sandbox::proxy::trailer_lines(
             &crate::trusted::record::transcript::contacts(&dir.join("transcript.jsonl")),
         ),
         review: review.as_deref(),
@@ -306,7 +299,7 @@ pub async fn run_session(
     }
     reporter.phase(plan.number, "recording");
     let (verdict, reasons, commit) = verdict::record(project, &rec, head)?;
-    crate::trusted::session::failpoint::hit("after-record", plan.number).await;
+    super::failpoint::hit("after-record", plan.number).await;
     transcript.append(&Entry::Verdict {
         verdict: verdict.to_string(),
         reasons: reasons.clone(),
@@ -326,7 +319,7 @@ pub async fn run_session(
         } else {
             fault
         },
-        pause: crate::trusted::run::fault::pause(&run),
+        pause: super::fault::pause(&run),
         passes_others: match (verdict, &run.report, imported.is_some()) {
             (Verdict::Accepted, _, _) | (_, None, _) | (_, _, false) => Vec::new(),
             (_, Some(report), true) => report
@@ -348,13 +341,13 @@ pub fn make_workspace<'p>(
     project: &'p Project,
     dir: &Path,
     base: git2::Oid,
-) -> anyhow::Result<Option<crate::trusted::session::checkout::Lower<'p>>> {
+) -> anyhow::Result<Option<crate::trusted::verify::checkout::Lower<'p>>> {
     let (git, work, ovl) = (
         project.repo.path(),
         dir.join("work"),
         dir.join(verification::OVERLAY_WORK),
     );
-    let lower = crate::trusted::session::checkout::lower(project, base);
+    let lower = crate::trusted::verify::checkout::lower(project, base);
     crate::fsutil::remove_tree(&ovl)?;
     match lower {
         Some(_) => {
@@ -474,7 +467,7 @@ impl Checked<'_> {
         work: &import::Imported,
         transcript: &mut Transcript,
         reporter: &Reporter,
-        phases: &mut crate::trusted::session::timing::Phases,
+        phases: &mut super::timing::Phases,
     ) -> anyhow::Result<(Vec<String>, Option<String>)> {
         self.given_failing.borrow_mut().clear();
         let (project, plan) = (self.project, self.plan);

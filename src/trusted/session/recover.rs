@@ -8,12 +8,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::lifecycle::{sandbox_spec, session_dir};
 use crate::model::Usage;
 use crate::protocol::WorkerConfig;
 use crate::trusted::record::state;
 use crate::trusted::record::transcript::{self, Entry, Transcript};
 use crate::trusted::record::verdict::{self, Record};
-use crate::trusted::session::lifecycle::{sandbox_spec, session_dir};
 use crate::trusted::{History, Project, Reporter, Verdict};
 
 /// Session numbers with a directory but no verdict commit on main.
@@ -97,7 +97,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
     reporter.line(&format!(
         "recovered session {number}: recorded as {verdict}"
     ));
-    crate::trusted::session::lifecycle::remove_work_files(&dir);
+    super::lifecycle::remove_work_files(&dir);
     Ok(())
 }
 
@@ -139,7 +139,7 @@ fn keep_work(project: &Project, dir: &Path, number: u32, entries: &[Entry]) -> b
     // needs its lower layer, the cached checkout of its base, made anew.
     let ovl = dir.join(crate::trusted::verify::verification::OVERLAY_WORK);
     let lower = match std::fs::symlink_metadata(&ovl).is_ok_and(|m| m.is_dir()) {
-        true => match crate::trusted::session::checkout::lower(project, base) {
+        true => match crate::trusted::verify::checkout::lower(project, base) {
             Some(lower) => Some(lower),
             None => {
                 tracing::warn!("session {number}: its overlay workspace cannot be mounted here");
@@ -152,8 +152,8 @@ fn keep_work(project: &Project, dir: &Path, number: u32, entries: &[Entry]) -> b
     for d in [&spec.tmp, &spec.home] {
         let _ = std::fs::create_dir_all(d);
     }
-    match crate::trusted::session::import::import_work(
-        &crate::trusted::session::import::Target::of(project),
+    match super::import::import_work(
+        &super::import::Target::of(project),
         dir,
         &spec,
         base,

@@ -25,11 +25,11 @@ use anyhow::Context;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::time::Sleep;
 
+use super::signals::Interrupt;
 use crate::broker::{self, OrchestratorMessage, SessionEvent, WorkerMessage, WorkerReport};
 use crate::config::BudgetSection;
 use crate::model::{ModelError, Provider, RequestContext, RetrySink, Usage};
 use crate::trusted::record::transcript::{Entry, Transcript};
-use crate::trusted::run::signals::Interrupt;
 use crate::trusted::Reporter;
 
 /// Why the orchestrator ended the worker, if it did.
@@ -75,13 +75,13 @@ pub struct WorkerRun {
     pub loops: Vec<String>,
     /// The worker's confinement: its report over the report socket, and what
     /// the orchestrator saw of it in /proc (confinement.rs).
-    pub sandbox: Option<crate::trusted::session::confinement::Confinement>,
+    pub sandbox: Option<super::confinement::Confinement>,
     /// The budget the worker went past, as the orchestrator counted it.
     pub over_budget: Option<String>,
     /// Protocol violations seen (each is in the transcript).
     pub violations: u32,
     /// The hosts the worker's sandbox asked the registries proxy for.
-    pub network: Vec<crate::trusted::session::proxy::Contact>,
+    pub network: Vec<crate::sandbox::proxy::Contact>,
     /// The last model error the worker was answered with (who failed: fault.rs).
     pub model_error: Option<ModelError>,
 }
@@ -123,7 +123,7 @@ pub struct Launch<'a> {
     /// The name of the profile the worker was given, which its report must name.
     pub profile: &'a str,
     /// The registries proxy's channel, when the session's network asks for one.
-    pub proxy: Option<crate::trusted::session::proxy::Channel>,
+    pub proxy: Option<crate::sandbox::proxy::Channel>,
     /// The model of the session's `task` subagents, when not the session's own.
     pub subagent_model: Option<Arc<dyn Provider>>,
 }
@@ -169,22 +169,20 @@ pub async fn serve(
 ) -> anyhow::Result<WorkerRun> {
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().context("failed to make the broker socket")?;
-    let (report, report_theirs) = crate::trusted::session::confinement::socket()?;
+    let (report, report_theirs) = super::confinement::socket()?;
     let mut child = spawn(&launch, &theirs, &report_theirs)?;
     drop((theirs, report_theirs));
     let proxy = launch
         .proxy
         .take()
-        .map(|c| c.serve(crate::trusted::session::proxy::Refusals::Counted));
+        .map(|c| c.serve(crate::sandbox::proxy::Refusals::Counted));
     let proxy = proxy.transpose()?;
     let pid = child.id().map(|p| p as i32);
     if let Some(pid) = pid {
         // The start time proves, after a crash, that the pid is still this worker.
-        if let Some(start) = crate::trusted::session::recover::start_time(pid) {
+        if let Some(start) = super::recover::start_time(pid) {
             let _ = std::fs::write(
-                launch
-                    .session_dir
-                    .join(crate::trusted::session::recover::START_FILE),
+                launch.session_dir.join(super::recover::START_FILE),
                 start.to_string(),
             );
         }
@@ -201,10 +199,7 @@ pub async fn serve(
     // First the confinement report, over its own socket; the worker waits
     // for the answer before it runs anything of the session.
     match stops
-        .race(crate::trusted::session::confinement::receive(
-            report,
-            launch.profile,
-        ))
+        .race(super::confinement::receive(report, launch.profile))
         .await
     {
         Ok(Ok(Some(confinement))) => {
@@ -306,7 +301,7 @@ pub async fn serve(
                     break;
                 }
                 if index >= 1 {
-                    crate::trusted::session::failpoint::hit("agent-loop", launch.number).await;
+                    super::failpoint::hit("agent-loop", launch.number).await;
                 }
                 let mut out = serde_json::to_vec(&answer)?;
                 out.push(b'\n');

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use git2::Oid;
 
+use super::verification::CheckRun;
 use crate::features::Feature;
 use crate::model::{ChatRequest, Message, Provider, RequestContext, RetrySink};
 use crate::trusted::record::transcript::{Entry, Transcript};
-use crate::trusted::verify::verification::CheckRun;
 use crate::trusted::Project;
 
 const SYSTEM: &str = "You review one session of an autonomous coding run. The session was \

@@ -87,7 +87,7 @@ pub struct Ran {
     /// The last lines of its output, printable.
     pub output_tail: String,
     /// The hosts it asked the registries proxy for.
-    pub network: Vec<crate::trusted::session::proxy::Contact>,
+    pub network: Vec<crate::sandbox::proxy::Contact>,
 }
 
 /// Run `command` confined as `spec` says, with HOME and TMPDIR fresh
@@ -139,7 +139,7 @@ async fn start(
     // With the registries network, the step gets its proxy (the hosts it
     // asked for come back with it); the parent's copies of the pipe's write
     // end go with the command.
-    let (mut child, proxy) = crate::trusted::session::proxy::spawn(cmd, &spec)?;
+    let (mut child, proxy) = crate::sandbox::proxy::spawn(cmd, &spec)?;
     let output = tokio::task::spawn_blocking(move || read_tail(reader, OUTPUT_CAP));
     let pid = child.id();
     let waited = tokio::time::timeout(timeout, child.wait()).await;

@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::steps::Outcome;
+use super::verification::{CheckRun, StepKind, REGRESSION};
 use crate::features::Feature;
-use crate::trusted::verify::steps::Outcome;
-use crate::trusted::verify::verification::{CheckRun, StepKind, REGRESSION};
 
 /// The variable that names the results file for the suite.
 pub const RESULTS_ENV: &str = "LONGRUN_SUITE_RESULTS";

@@ -14,12 +14,12 @@ use futures_util::StreamExt;
 use git2::Oid;
 use serde::{Deserialize, Serialize};
 
+use super::steps::{self, Outcome};
 use crate::features::{self, Feature, FeatureList};
 use crate::rules::{initializer_problems, reserved_path_problems, worker_problems};
 use crate::sandbox::SandboxSpec;
 use crate::schema::Role;
 use crate::trusted::record::repo;
-use crate::trusted::verify::steps::{self, Outcome};
 use crate::trusted::Project;
 
 /// The name prefix of a passing feature's check run again.
@@ -55,7 +55,7 @@ pub struct CheckRun {
     pub output_tail: String,
     /// The hosts this run asked the registries proxy for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub network: Vec<crate::trusted::session::proxy::Contact>,
+    pub network: Vec<crate::sandbox::proxy::Contact>,
     pub kind: StepKind,
     /// The feature whose check it is.
     pub feature: Option<String>,
@@ -91,7 +91,7 @@ pub fn rule_problems(
         );
         return Ok(problems);
     }
-    let rules = crate::trusted::verify::acceptance::path_rules(project)?;
+    let rules = super::acceptance::path_rules(project)?;
     problems.extend(rules.problems(repo, base, work.head, role == Role::Initializer)?);
     match role {
         Role::Initializer => problems.extend(initializer_problems(repo, Some(base), work.head)?),
@@ -111,7 +111,7 @@ pub struct CheckPlace<'p> {
     pub candidate: Oid,
     /// The cached checkout of main under an overlay checkout, held until
     /// the last step has run.
-    lower: Option<crate::trusted::session::checkout::Lower<'p>>,
+    lower: Option<super::checkout::Lower<'p>>,
 }
 
 /// Overlayfs's scratch directory beside an overlay workspace `work`.
@@ -125,7 +125,7 @@ pub const OVERLAY_WORK: &str = "work.ovl";
 /// candidate changes (the checks' writes land there too); otherwise it is
 /// written whole, and a tree of more files than `[checks]
 /// link_unchanged_above` links what it holds the same as main from the
-/// cached checkout of main ([`crate::trusted::session::checkout`]) and writes only the
+/// cached checkout of main ([`super::checkout`]) and writes only the
 /// difference; its steps' sandboxes bind those links read-only. The checks
 /// get a fresh tmp and home.
 pub fn prepare_checkout<'p>(
@@ -149,31 +149,29 @@ pub fn prepare_checkout<'p>(
         std::fs::create_dir_all(d)?;
     }
     let git = project.repo.path();
-    let head = crate::trusted::session::workspace::Head::Detached;
+    let head = super::workspace::Head::Detached;
     let main = repo::main_head(&project.repo)?.context("main has no commits")?;
-    let lower = crate::trusted::session::checkout::lower(project, main);
+    let lower = super::checkout::lower(project, main);
     let mut linked = 0;
     match &lower {
         Some(_) => {
-            crate::trusted::session::workspace::make_upper(git, &dir, candidate, head, main)?;
+            super::workspace::make_upper(git, &dir, candidate, head, main)?;
             std::fs::create_dir_all(&ovl)?;
         }
         None => {
-            let cached = crate::trusted::session::checkout::worth_linking(project, candidate)
-                .then(|| crate::trusted::session::checkout::at(project, main))
+            let cached = super::checkout::worth_linking(project, candidate)
+                .then(|| super::checkout::at(project, main))
                 .flatten();
             linked = match cached {
                 Some(cached) => {
-                    let cached = crate::trusted::session::workspace::Cached {
+                    let cached = super::workspace::Cached {
                         dir: &cached,
                         commit: main,
                     };
-                    crate::trusted::session::workspace::make_linked(
-                        git, &dir, candidate, head, &cached,
-                    )?
+                    super::workspace::make_linked(git, &dir, candidate, head, &cached)?
                 }
                 None => {
-                    crate::trusted::session::workspace::make(git, &dir, candidate, head)?;
+                    super::workspace::make(git, &dir, candidate, head)?;
                     0
                 }
             };
@@ -253,10 +251,9 @@ pub async fn run_checks(
     regressions: &[&Feature],
 ) -> anyhow::Result<Vec<CheckRun>> {
     let main = repo::main_head(&project.repo)?.context("main has no commits")?;
-    crate::trusted::verify::acceptance::overlay(project, main, &place.dir)?;
+    super::acceptance::overlay(project, main, &place.dir)?;
     let mut spec = place.spec.clone();
-    spec.read_only_inside =
-        crate::trusted::verify::acceptance::read_only_inside(project, &place.dir);
+    spec.read_only_inside = super::acceptance::read_only_inside(project, &place.dir);
     let (setup, serial, parallel) = plan_steps(project, place, role, feature, regressions)?;
     let runner = Runner::new(project, place, spec)?;
     let mut runs = Vec::new();
@@ -270,7 +267,7 @@ pub async fn run_checks(
     }
     let mut index = 1;
     for step in serial {
-        if step.name == crate::trusted::verify::suite::STEP {
+        if step.name == super::suite::STEP {
             runs.extend(runner.run_suite(index, step, regressions).await);
         } else {
             runs.push(runner.run(index, step).await);
@@ -343,7 +340,7 @@ fn plan_steps(
             match &project.config.checks.suite {
                 // The whole suite at once, mapped back to features after it ran.
                 Some(suite) if !regressions.is_empty() => serial.push(Step {
-                    name: crate::trusted::verify::suite::STEP.into(),
+                    name: super::suite::STEP.into(),
                     command: suite.clone(),
                     kind: StepKind::Regression,
                     feature: None,
@@ -462,22 +459,16 @@ impl<'a> Runner<'a> {
     /// without following a symlink); the verdict rests on its exit status.
     async fn run_suite(&self, index: usize, step: Step, regressions: &[&Feature]) -> Vec<CheckRun> {
         let scratch = self.scratch.join(index.to_string());
-        let results = crate::trusted::verify::suite::results_path(&scratch.join("tmp"));
+        let results = super::suite::results_path(&scratch.join("tmp"));
         let env = [(
-            crate::trusted::verify::suite::RESULTS_ENV.to_string(),
+            super::suite::RESULTS_ENV.to_string(),
             results.display().to_string(),
         )];
         let ran = steps::run(&self.spec, &scratch, &step.command, self.timeout, &env).await;
-        let text = crate::trusted::verify::suite::read_results(&results);
+        let text = super::suite::read_results(&results);
         let _ = crate::fsutil::remove_tree(&scratch);
         let passed = ran.outcome.passed();
-        crate::trusted::verify::suite::regression_runs(
-            regressions,
-            &step.command,
-            passed,
-            &ran.output_tail,
-            &text,
-        )
+        super::suite::regression_runs(regressions, &step.command, passed, &ran.output_tail, &text)
     }
 
     fn judged(&self, step: Step, ran: steps::Ran) -> CheckRun {

@@ -151,9 +151,8 @@ fn lease(cache: &mut Cache, project: &Project, commit: Oid) -> anyhow::Result<u3
     };
     let dir = layers_root(project).join(id.to_string());
     let whole = || {
-        fsutil::remove_tree(&dir).and_then(|()| {
-            crate::trusted::session::workspace::write_files(&project.repo, &dir, commit)
-        })
+        fsutil::remove_tree(&dir)
+            .and_then(|()| super::workspace::write_files(&project.repo, &dir, commit))
     };
     let made = match from {
         Some(from) => apply_difference(&project.repo, &dir, from, commit).or_else(|e| {
@@ -202,7 +201,7 @@ fn probe_overlay(project: &Project) -> anyhow::Result<()> {
         }
         std::fs::write(lower.join("kept"), "kept\n")?;
         std::fs::write(lower.join("gone"), "gone\n")?;
-        crate::trusted::session::workspace::whiteout_at(&work, Path::new("gone"))
+        super::workspace::whiteout_at(&work, Path::new("gone"))
             .context("cannot make a whiteout (Linux 5.8)")?;
         let spec = SandboxSpec {
             layers: Some(Layers {
@@ -282,9 +281,8 @@ pub fn at(project: &Project, commit: Oid) -> Option<PathBuf> {
     let brought = match cache.commit {
         Some(at) if at == commit => Ok(()),
         Some(at) => apply_difference(&project.repo, &tree, at, commit),
-        None => fsutil::remove_tree(&tree).and_then(|()| {
-            crate::trusted::session::workspace::write_files(&project.repo, &tree, commit)
-        }),
+        None => fsutil::remove_tree(&tree)
+            .and_then(|()| super::workspace::write_files(&project.repo, &tree, commit)),
     };
     match brought {
         Ok(()) => {

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use super::serve::{Stop, WorkerRun};
 use crate::model::ModelError;
 use crate::schema::Fault;
-use crate::trusted::session::serve::{Stop, WorkerRun};
 use crate::trusted::Verdict;
 
 /// Why the run must wait before its next session, and for how long at least.

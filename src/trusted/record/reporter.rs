@@ -440,9 +440,7 @@ impl Reporter {
             _ => None,
         };
         match self.mode {
-            Mode::Json => {
-                print_lines(&[event.json_line_at(&crate::trusted::record::lock::now_rfc3339())])
-            }
+            Mode::Json => print_lines(&[event.json_line_at(&super::lock::now_rfc3339())]),
             Mode::Plain => {
                 let lines = event.plain_lines();
                 if !lines.is_empty() {

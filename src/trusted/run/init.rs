@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::continue_run::Interrupt;
 use crate::config::{self, Config};
 use crate::error::{bad_input, Outcome};
 use crate::features::{self, import::Imported};
 use crate::trusted::contract::models::{ModelChoice, Models};
 use crate::trusted::record::repo;
-use crate::trusted::run::continue_run::Interrupt;
 use crate::trusted::{resolve_model, Mode, Project, Reporter, Verdict};
 
 pub struct InitArgs {
@@ -272,14 +272,9 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     }
     let interrupt = Interrupt::install()?;
     crate::trusted::session::recover::recover_all(&project, &reporter)?;
-    let outcome = crate::trusted::run::continue_run::initialize(
-        &project,
-        &models,
-        &reporter,
-        &interrupt,
-        args.max_wait,
-    )
-    .await?;
+    let outcome =
+        super::continue_run::initialize(&project, &models, &reporter, &interrupt, args.max_wait)
+            .await?;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(ended) => return Ok(ended),

@@ -5,7 +5,7 @@
 //! `.git/objects` through `objects/info/alternates` (read-only in the
 //! sandbox, never hard-linked). Where the sandbox can mount an overlay, the
 //! tree is not written at all: the directory is the overlay's upper layer
-//! over a cached checkout of a commit ([`crate::trusted::session::checkout`]), and holds the
+//! over a cached checkout of a commit ([`super::checkout`]), and holds the
 //! `.git` and only what differs from that commit (changed and new entries,
 //! and a whiteout for each one gone), so making it costs what changed, not
 //! what the tree holds. Otherwise the tree is written out into a fresh
@@ -73,7 +73,7 @@ enum Fill<'a, 'c> {
 }
 
 /// A cached checkout of the project at a commit that only the orchestrator
-/// writes ([`crate::trusted::session::checkout`]): what a checkout may link instead of writing.
+/// writes ([`super::checkout`]): what a checkout may link instead of writing.
 pub struct Cached<'a> {
     pub dir: &'a Path,
     pub commit: Oid,
