@@ -12,6 +12,7 @@ import unittest
 from pathlib import Path
 
 import lift
+from test_lift import LONGRUN, FakeServer
 
 HELDOUT = lift.HELDOUT
 SOLUTIONS = HELDOUT / "solutions"
@@ -75,6 +76,25 @@ class TestHeldOutTasks(unittest.TestCase):
                 self.assertEqual(passing, task["total"], out[-2000:])
                 self.assertEqual(reported_total(out), task["total"], out[-2000:])
                 self.assertTrue(8 <= task["total"] <= 13, task["total"])
+
+
+    def test_no_check_names_the_file_the_model_writes(self):
+        # longrun freezes every file a check names, as an acceptance test: a
+        # check compiling the model's file by name would forbid writing it.
+        for task in lift.load_tasks(None, HELDOUT / "tasks"):
+            for feature in lift.task_features(task):
+                self.assertNotRegex(feature["check"], rf"(^|[\s/]){re.escape(task['file'])}(\s|$)", task["id"])
+
+    @unittest.skipUnless(LONGRUN.exists(), "needs target/debug/longrun (cargo build)")
+    def test_a_c_task_is_done_through_longrun_when_the_model_writes_its_file(self):
+        (task,) = lift.load_tasks(["ipv4_c"], HELDOUT / "tasks")
+        code = (SOLUTIONS / task["id"] / task["file"]).read_text()
+        answers = [{"role": "assistant", "content": f"ipv4.c\n```c\n{code}```\n"},
+                   {"role": "assistant", "content": "Done."}]
+        with FakeServer(answers) as server, tempfile.TemporaryDirectory() as d:
+            client = server.client()
+            client.model = "qwen2.5-coder-1.5b-instruct"
+            self.assertEqual(lift.run_longrun(task, client, d, str(LONGRUN)), task["total"])
 
 
 class TestHeldOutSpecs(unittest.TestCase):
