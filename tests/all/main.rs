@@ -25,6 +25,7 @@ mod roles;
 mod sandbox;
 mod scale;
 mod session;
+mod source;
 mod terminal;
 mod tools;
 mod verdicts;
