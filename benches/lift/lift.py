@@ -765,9 +765,22 @@ def meta(args, argv, client):
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
             "machine": machine(), "model": args.model, "base_url": args.base_url,
             "server_slots": client.slots() if not args.dry_run else None,
-            "path": args.path, "set": args.set or ("tuned" if args.tasks and not args.tasks_dir else "test"),
+            "path": args.path, "set": set_label(args),
+            "budget": {"sessions": args.sessions, "session_steps": args.session_steps,
+                       "session_secs": args.session_secs, "task_hours": args.task_hours,
+                       "spec_minutes": args.spec_minutes, "features": args.features},
             "temperature": args.temperature, "bestof_temperature": BESTOF["temperature"],
             "command": shlex.join(["python3", "benches/lift/lift.py", *argv])}
+
+
+def set_label(args):
+    """Which work a run was of, as its tables name it."""
+    own = args.tasks_dir if args.path == "tasks" else args.specs_dir
+    if own:
+        return f"own ({own})"
+    if args.set:
+        return args.set
+    return "chosen by id" if args.path == "tasks" and args.tasks else "test"
 
 
 def write_json(path, args, argv, tasks=(), whole=()):

@@ -34,9 +34,19 @@ def meta_table(meta):
     server = f"{meta.get('base_url', '?')}, {slots} slot(s)" if slots else meta.get("base_url", "?")
     temps = f"{meta.get('temperature', '?')} (best-of-N {meta.get('bestof_temperature', '?')})"
     cells = [meta.get("date", "?"), meta.get("commit", "?"), meta.get("machine", "?"), meta.get("model", "?"),
-             meta.get("set", "?"), server, temps, f"`{meta.get('command', '?')}`"]
-    return ("| date | commit | machine | model | set | server | temperature | command |\n"
-            "| --- | --- | --- | --- | --- | --- | --- | --- |\n| " + " | ".join(map(str, cells)) + " |\n")
+             meta.get("set", "?"), server, temps, budget(meta), f"`{meta.get('command', '?')}`"]
+    return ("| date | commit | machine | model | set | server | temperature | longrun's budget | command |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| " + " | ".join(map(str, cells)) + " |\n")
+
+
+def budget(meta):
+    b = meta.get("budget")
+    if not b:
+        return "?"
+    sessions = f"sessions of {b['session_steps']} calls and {b['session_secs']} s"
+    if meta.get("path") == "whole":
+        return f"{sessions}, {b['spec_minutes']:g} min per spec"
+    return f"{b['sessions']} {sessions}, {b['task_hours']:g} h per task, features {b['features']}"
 
 
 def cell(r):

@@ -94,7 +94,8 @@ class TestWholePath(unittest.TestCase):
         self.assertGreaterEqual(run["calls"], 5)
         self.assertEqual(run["tokens_in"], 100 * run["calls"])
         self.assertEqual(run["server_prompt_tokens"], FakeServer.PROMPT_N * (run["calls"] - 0))
-        self.assertEqual(doc["meta"]["path"], "whole")
+        self.assertEqual((doc["meta"]["path"], doc["meta"]["set"]), ("whole", f"own ({root})"))
+        self.assertEqual(doc["meta"]["budget"]["spec_minutes"], 1)
         self.assertIn("| m | add | 1 | accepted | 1 | 1 | 2/2 | 2/2 (", out.getvalue())
         prompt = server.requests[0]["messages"][0]["content"]
         self.assertTrue(prompt.startswith("# Add\n") and prompt.endswith("Reply with the complete add.py in one code block."))
@@ -140,10 +141,21 @@ def task_row(task, mode, passing, seconds, **more):
 
 
 class TestResults(unittest.TestCase):
+    def test_a_runs_set_is_named_as_it_was_chosen(self):
+        def label(*argv):
+            return lift.set_label(lift.parse_args(list(argv)))
+        self.assertEqual(label(), "test")
+        self.assertEqual(label("--set", "dev"), "dev")
+        self.assertEqual(label("--tasks", "roman"), "chosen by id")
+        self.assertEqual(label("--tasks-dir", "/t"), "own (/t)")
+        self.assertEqual(label("--path", "whole", "--specs-dir", "/s"), "own (/s)")
+
     def test_a_runs_json_renders_as_the_tables_of_results_md(self):
         meta = {"date": "2026-12-05 01:00 UTC", "commit": "abc123", "machine": "x86_64, 2 cores", "model": "m",
                 "base_url": "http://127.0.0.1:18080/v1", "server_slots": 2, "set": "test", "temperature": 0.0,
-                "bestof_temperature": 0.8, "command": "python3 benches/lift/lift.py --set test"}
+                "bestof_temperature": 0.8, "command": "python3 benches/lift/lift.py --set test", "path": "tasks",
+                "budget": {"sessions": 40, "session_steps": 40, "session_secs": 300, "task_hours": 0.2,
+                           "spec_minutes": 30, "features": "per-test"}}
         tasks = [task_row("a", "bare", 3, 10), task_row("a", "longrun", 6, 900, calls=30),
                  task_row("a", "bestof", 7, 905, calls=12, samples=12), task_row("b", "bare", 0, 12)]
         specs = [{"model": "m", "spec": "s", "mode": "bare", "total": 12, "features_in_spec": 4, "passing": 5,
@@ -161,8 +173,8 @@ class TestResults(unittest.TestCase):
         text = out.getvalue()
         self.assertIn("## m, test set, 2026-12-05 01:00 UTC\n", text)
         self.assertIn("| 2026-12-05 01:00 UTC | abc123 | x86_64, 2 cores | m | test | "
-                      "http://127.0.0.1:18080/v1, 2 slot(s) | 0.0 (best-of-N 0.8) | "
-                      "`python3 benches/lift/lift.py --set test` |", text)
+                      "http://127.0.0.1:18080/v1, 2 slot(s) | 0.0 (best-of-N 0.8) | 40 sessions of 40 calls and 300 s, "
+                      "0.2 h per task, features per-test | `python3 benches/lift/lift.py --set test` |", text)
         self.assertIn("| task | tests | bare, t=0 | best-of-N, tests as oracle, at longrun's time | longrun |", text)
         self.assertIn("| a | 10 | 3 · 10 s | 7 · N=12 · 905 s | 6 · 30 calls · 900 s |", text)
         self.assertIn("| b | 10 | 0 · 12 s | - | - |", text)
