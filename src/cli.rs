@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::sandbox::SandboxCmd;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "longrun",
@@ -48,23 +50,6 @@ const SANDBOX_ABOUT: &str =
 const SANDBOX_LONG_ABOUT: &str = "Run a command under exactly the confinement a session gets, \
     with DIR writable.\n\n\
     Prints nothing of its own when all goes well and exits with the command's status.";
-
-// `longrun sandbox`'s arguments (its about text is on the variant and in sandbox_command).
-#[derive(Debug, Args)]
-pub struct SandboxCmd {
-    /// A bundled profile (default, loopback, strict) or a path to a profile file.
-    #[arg(long, value_name = "NAME|PATH", default_value = "default")]
-    pub profile: String,
-    /// The writable workspace (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// Override the profile's network mode.
-    #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "registries", "host"])]
-    pub network: Option<String>,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub argv: Vec<String>,
-}
 
 impl Cli {
     /// Parse the command line. `sandbox` and the hidden `__exec` start every

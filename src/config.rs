@@ -379,8 +379,11 @@ pub struct ToolsSection {
     pub output_cap: usize,
 }
 
+/// The default cap, in characters, on what one tool call hands back.
+pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
+
 fn default_output_cap() -> usize {
-    crate::confined::tools::DEFAULT_OUTPUT_CAP
+    DEFAULT_OUTPUT_CAP
 }
 
 impl Default for ToolsSection {

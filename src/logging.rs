@@ -38,10 +38,6 @@ fn from_env_or(default: &str) -> EnvFilter {
     }
 }
 
-/// The target of a model request's retry warning, which the live display
-/// shows itself (stderr then leaves it out; the log keeps it).
-pub const RETRY_TARGET: &str = "longrun::retry";
-
 /// Install the subscriber. `project` is the directory whose `.longrun/longrun.log`
 /// receives the log, for the commands that run sessions there. `ansi`:
 /// colour on stderr (a terminal, or `--color=always`).
@@ -52,7 +48,7 @@ pub fn init(verbose: u8, project: Option<&Path>, ansi: bool) {
         .with_filter(
             stderr_filter(verbose).and(tracing_subscriber::filter::filter_fn(
                 // The terminal's status area shows each retry under its session.
-                |meta| meta.target() != RETRY_TARGET || !crate::view::live::drawing(),
+                |meta| meta.target() != crate::model::RETRY_TARGET || !crate::view::live::drawing(),
             )),
         );
     let file = project.map(|dir| {

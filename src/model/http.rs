@@ -188,7 +188,7 @@ impl HttpProvider {
         let policy = &self.settings.retry;
         let wait = retry::wait(policy, attempt, asked);
         tracing::warn!(
-            target: crate::logging::RETRY_TARGET,
+            target: retry::RETRY_TARGET,
             session = ctx.session,
             request = ctx.request_index,
             "model request failed (try {attempt} of {}): {reason}; retrying in {:.1} s",

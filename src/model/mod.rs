@@ -20,7 +20,7 @@ mod spec;
 mod types;
 
 pub use provider::{open_provider, ModelError, ModelErrorKind, Provider, RequestContext};
-pub use retry::{RetryNote, RetrySink};
+pub use retry::{RetryNote, RetrySink, RETRY_TARGET};
 pub use scripted::{ScriptedModel, ScriptedProvider};
 pub use settings::{API_KEY_ENV, BASE_URL_ENV};
 pub use spec::{ModelSpec, ProviderKind};

@@ -11,6 +11,10 @@ use reqwest::StatusCode;
 use super::settings::RetryPolicy;
 use super::ModelError;
 
+/// The target of a model request's retry warning, which the live display
+/// shows itself (stderr then leaves it out; the log keeps it).
+pub const RETRY_TARGET: &str = "longrun::retry";
+
 /// Why one try failed.
 #[derive(Debug)]
 pub enum Fault {

@@ -10,10 +10,27 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::Args;
 
 use super::{confine, session_env, Network, Profile, SandboxSpec};
-use crate::cli::SandboxCmd;
 use crate::error::{bad_input, exit_code_for};
+
+// `longrun sandbox`'s arguments (its about text is on the variant and in sandbox_command).
+#[derive(Debug, Args)]
+pub struct SandboxCmd {
+    /// A bundled profile (default, loopback, strict) or a path to a profile file.
+    #[arg(long, value_name = "NAME|PATH", default_value = "default")]
+    pub profile: String,
+    /// The writable workspace (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Override the profile's network mode.
+    #[arg(long, value_name = "MODE", value_parser = ["none", "loopback", "registries", "host"])]
+    pub network: Option<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub argv: Vec<String>,
+}
 
 /// The hidden `__exec` subcommand: confine, then exec `argv`. Returns only on failure.
 pub fn exec_confined(spec_json: &str, argv: &[String]) -> ExitCode {

@@ -29,7 +29,7 @@ mod spec;
 pub use confine::{confine, no_filesystem_boundary, Enforcement};
 pub use doctor::{doctor, preflight};
 pub use env::session_env;
-pub use exec::{exec_confined, run_sandbox};
+pub use exec::{exec_confined, run_sandbox, SandboxCmd};
 pub use hint::denial_hint;
 pub use lifetime::{bind_to_parent, own_exe, Bound};
 pub use profile::{bundled_names, Filesystem, LandlockMode, Limits, Network, Profile};

@@ -6,9 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// The default cap, in characters, on what one tool call hands back.
-pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
-
 /// `text` if it fits in `cap` characters; else its head and tail, the whole
 /// text saved to `save_to` (when that works; the note says so when it does not).
 pub fn cap_output(text: String, cap: usize, save_to: &Path) -> String {

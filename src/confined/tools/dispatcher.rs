@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::Value;
 
 use super::bash::Bash;
-use super::cap::{cap_output, DEFAULT_OUTPUT_CAP};
+use super::cap::cap_output;
 use super::edit_file::EditFile;
 use super::grep::Grep;
 use super::list_files::ListFiles;
 use super::read_file::ReadFile;
 use super::write_file::WriteFile;
 use super::{args, Tool, ToolContext, ToolOutput};
+use crate::config::DEFAULT_OUTPUT_CAP;
 use crate::model::ToolSpec;
 use crate::permissions::Policy;
 

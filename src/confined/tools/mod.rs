@@ -18,8 +18,8 @@ mod write_file;
 
 use std::path::PathBuf;
 
+pub use crate::config::DEFAULT_OUTPUT_CAP;
 pub use bash::{run_shell, ShellOutcome};
-pub use cap::DEFAULT_OUTPUT_CAP;
 
 /// The output cap when worker.json does not say (serde default).
 pub fn default_output_cap() -> usize {
