@@ -34,12 +34,6 @@ const KNOWN: &[&str] = &[
     "src/confined/tools/read_file.rs -> src/confined/tools/mod.rs",
     "src/confined/tools/write_file.rs -> src/confined/tools/mod.rs",
     "src/confined/finish.rs -> src/confined/edit_check.rs",
-    "src/trusted/contract/project.rs -> src/trusted/session/lifecycle.rs",
-    "src/trusted/contract/project.rs -> src/trusted/verify/checkout.rs",
-    "src/trusted/record/verdict.rs -> src/trusted/contract/project.rs",
-    "src/trusted/verify/verification.rs -> src/trusted/session/lifecycle.rs",
-    "src/trusted/session/serve.rs -> src/trusted/session/recover.rs",
-    "src/trusted/verify/verification.rs -> src/trusted/verify/suite.rs",
 ];
 
 fn root() -> PathBuf {

@@ -22,9 +22,9 @@ pub struct Project {
     /// main's history as last read: a run reads each commit once.
     history: Mutex<Arc<History>>,
     /// The cached checkout of main verification links from (`checkout.rs`).
-    pub(crate) checkout: Mutex<crate::trusted::verify::checkout::Cache>,
+    pub(crate) checkout: Mutex<super::caches::Cache>,
     /// The recorded sessions whose work files are still to be removed.
-    pub(crate) cleaned: Mutex<crate::trusted::session::lifecycle::Cleanup>,
+    pub(crate) cleaned: Mutex<super::caches::Cleanup>,
     /// The last session number this process handed out.
     pub(crate) numbered: Mutex<Option<u32>>,
 }

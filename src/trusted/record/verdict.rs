@@ -5,7 +5,7 @@ use git2::Oid;
 
 use super::repo;
 use crate::model::Usage;
-use crate::trusted::{Project, Verdict};
+use crate::trusted::Verdict;
 
 /// Everything a verdict commit says.
 pub struct Record<'a> {
@@ -110,12 +110,12 @@ pub fn message(r: &Record) -> String {
 /// Write the verdict commit. An accepted session whose merge conflicts is
 /// recorded as rejected instead; the verdict actually recorded is returned.
 pub fn record(
-    project: &Project,
+    repo: &git2::Repository,
     r: &Record,
     work: Oid,
 ) -> anyhow::Result<(Verdict, Vec<String>, Oid)> {
     if r.verdict == Verdict::Accepted {
-        match repo::record_merge(&project.repo, work, &message(r)) {
+        match repo::record_merge(repo, work, &message(r)) {
             Ok(oid) => return Ok((Verdict::Accepted, Vec::new(), oid)),
             Err(e) => {
                 let reasons = vec![format!("could not merge into main: {e:#}")];
@@ -126,12 +126,12 @@ pub fn record(
                     reasons: &reasons,
                     ..*r
                 };
-                let oid = repo::record_empty(&project.repo, &message(&rejected))?;
+                let oid = repo::record_empty(repo, &message(&rejected))?;
                 return Ok((Verdict::Rejected, reasons, oid));
             }
         }
     }
-    let oid = repo::record_empty(&project.repo, &message(r))?;
+    let oid = repo::record_empty(repo, &message(r))?;
     Ok((r.verdict, r.reasons.to_vec(), oid))
 }
 

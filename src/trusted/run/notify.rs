@@ -88,7 +88,7 @@ impl Notifier {
             .filter(|c| !c.trim().is_empty())?;
         let scratch = project.longrun_dir().join("notify");
         // A session's confinement, less the project, plus the host network.
-        let mut spec = crate::trusted::session::lifecycle::sandbox_spec(
+        let mut spec = crate::trusted::verify::workspace::sandbox_spec(
             project,
             &scratch.join("work"),
             &scratch.join("tmp"),

@@ -67,33 +67,6 @@ pub fn session_dir(project: &Project, number: u32) -> PathBuf {
     state::sessions_dir(&project.dir).join(format!("{number:04}"))
 }
 
-/// The confinement of a session or a verification run in `workspace`.
-pub fn sandbox_spec(
-    project: &Project,
-    workspace: &Path,
-    tmp: &Path,
-    home: &Path,
-    keep_fds: Vec<i32>,
-) -> SandboxSpec {
-    // The project's git data only (objects for the alternates, refs for
-    // earlier attempts): never the project directory, where `.longrun/`
-    // holds other sessions and the orchestrator's log.
-    let mut read_only = vec![project.repo.path().to_path_buf()];
-    read_only.extend(project.config.sandbox.read_only.iter().cloned());
-    SandboxSpec {
-        profile: project.profile.clone(),
-        workspace: workspace.to_path_buf(),
-        tmp: tmp.to_path_buf(),
-        home: home.to_path_buf(),
-        read_only,
-        writable: project.config.sandbox.writable.clone(),
-        read_only_inside: crate::trusted::verify::acceptance::read_only_inside(project, workspace),
-        read_only_links: false,
-        layers: None,
-        keep_fds,
-    }
-}
-
 /// Hand out the next session number; it is saved before anything else happens,
 /// so it is never handed out again.
 ///
@@ -155,7 +128,8 @@ pub async fn run_session(
     reporter.session_started(plan.number, plan.role.as_str(), feature_id.as_deref());
 
     let keep = vec![broker::WORKER_FD, broker::REPORT_FD];
-    let mut spec = sandbox_spec(project, &work, &tmp, &home, keep);
+    let mut spec =
+        crate::trusted::verify::workspace::sandbox_spec(project, &work, &tmp, &home, keep);
     spec.layers = lower
         .as_ref()
         .map(|l| l.layers(&work, &dir.join(verification::OVERLAY_WORK)));
@@ -298,7 +272,7 @@ pub async fn run_session(
         }
     }
     reporter.phase(plan.number, "recording");
-    let (verdict, reasons, commit) = verdict::record(project, &rec, head)?;
+    let (verdict, reasons, commit) = verdict::record(&project.repo, &rec, head)?;
     super::failpoint::hit("after-record", plan.number).await;
     transcript.append(&Entry::Verdict {
         verdict: verdict.to_string(),
@@ -409,17 +383,6 @@ fn remove_session_files(project: &Project, number: u32) {
         cleanup.pending.remove(&n);
         remove_work_files(&session_dir(project, n));
     }
-}
-
-/// The sessions whose files [`remove_session_files`] has yet to remove.
-#[derive(Debug, Default)]
-pub struct Cleanup {
-    /// The session directories were looked through once.
-    scanned: bool,
-    /// Recorded sessions whose files are still there, kept for now.
-    pending: std::collections::BTreeSet<u32>,
-    /// The newest session recorded.
-    newest: u32,
 }
 
 /// Remove what a session's files beside its record take: see [`remove_session_files`].

@@ -8,12 +8,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::lifecycle::{sandbox_spec, session_dir};
+use super::lifecycle::session_dir;
 use crate::model::Usage;
 use crate::protocol::WorkerConfig;
 use crate::trusted::record::state;
 use crate::trusted::record::transcript::{self, Entry, Transcript};
 use crate::trusted::record::verdict::{self, Record};
+use crate::trusted::verify::workspace::sandbox_spec;
 use crate::trusted::{History, Project, Reporter, Verdict};
 
 /// Session numbers with a directory but no verdict commit on main.
@@ -86,7 +87,7 @@ fn recover(project: &Project, number: u32, reporter: &Reporter) -> anyhow::Resul
         fault: Some(crate::schema::Fault::Run),
     };
     let main = crate::trusted::record::repo::main_head(&project.repo)?.unwrap_or(git2::Oid::zero());
-    let (verdict, reasons, commit) = verdict::record(project, &rec, main)?;
+    let (verdict, reasons, commit) = verdict::record(&project.repo, &rec, main)?;
     if let Ok(mut t) = Transcript::open(&dir.join("transcript.jsonl")) {
         let _ = t.append(&Entry::Verdict {
             verdict: verdict.to_string(),
@@ -203,10 +204,10 @@ fn end_leftovers(dir: &Path) {
     let Some(pid) = read("worker.pid").and_then(|p| p.parse::<i32>().ok()) else {
         return;
     };
-    let Some(recorded) = read(START_FILE).and_then(|t| t.parse::<u64>().ok()) else {
+    let Some(recorded) = read(super::serve::START_FILE).and_then(|t| t.parse::<u64>().ok()) else {
         return;
     };
-    if pid <= 1 || start_time(pid) != Some(recorded) {
+    if pid <= 1 || super::serve::start_time(pid) != Some(recorded) {
         return;
     }
     for leftover in processes_in_session(pid) {
@@ -215,17 +216,6 @@ fn end_leftovers(dir: &Path) {
             nix::sys::signal::Signal::SIGKILL,
         );
     }
-}
-
-/// Beside `worker.pid` in the session directory: the worker's start time.
-pub const START_FILE: &str = "worker.start";
-
-/// When process `pid` started, in clock ticks after boot (field 22 of /proc/PID/stat).
-pub fn start_time(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces; fields resume after its last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Pids whose session id is `sid` (field 6 of /proc/PID/stat).

@@ -180,11 +180,8 @@ pub async fn serve(
     let pid = child.id().map(|p| p as i32);
     if let Some(pid) = pid {
         // The start time proves, after a crash, that the pid is still this worker.
-        if let Some(start) = super::recover::start_time(pid) {
-            let _ = std::fs::write(
-                launch.session_dir.join(super::recover::START_FILE),
-                start.to_string(),
-            );
+        if let Some(start) = start_time(pid) {
+            let _ = std::fs::write(launch.session_dir.join(START_FILE), start.to_string());
         }
         let _ = std::fs::write(launch.session_dir.join("worker.pid"), pid.to_string());
     }
@@ -662,4 +659,15 @@ impl<'a> Stops<'a> {
             }
         }
     }
+}
+
+/// Beside `worker.pid` in the session directory: the worker's start time.
+pub const START_FILE: &str = "worker.start";
+
+/// When process `pid` started, in clock ticks after boot (field 22 of /proc/PID/stat).
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; fields resume after its last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }

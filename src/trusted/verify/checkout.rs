@@ -37,30 +37,8 @@ use git2::{Oid, Repository};
 
 use crate::fsutil::{self, Beneath};
 use crate::sandbox::{Layers, SandboxSpec};
+use crate::trusted::contract::caches::{Cache, Layer};
 use crate::trusted::Project;
-
-/// What this process knows of the cached checkouts.
-#[derive(Debug, Default)]
-pub struct Cache {
-    /// The commit the cached checkout of main holds, once written by this process.
-    commit: Option<Oid>,
-    /// Whether a step's sandbox binds links read-only here (probed once).
-    bindable: Option<bool>,
-    /// Whether a sandbox here mounts an overlay workspace (probed once).
-    overlay: Option<bool>,
-    /// The lower layers this process made.
-    layers: Vec<Layer>,
-}
-
-/// One lower layer: its directory is `layers/<id>`.
-#[derive(Debug)]
-struct Layer {
-    id: u32,
-    /// None while it is being written.
-    commit: Option<Oid>,
-    /// Leases held on it.
-    users: usize,
-}
 
 /// A lower layer at `commit`, held unchanged until this is dropped: keep
 /// it while any sandbox may have the layer mounted.

@@ -251,6 +251,47 @@ fn printable(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The name prefix of a passing feature's check run again.
+pub const REGRESSION: &str = "regression check of";
+
+/// A step run during verification.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckRun {
+    pub name: String,
+    pub command: String,
+    /// It exited 0.
+    pub passed: bool,
+    pub output_tail: String,
+    /// The hosts this run asked the registries proxy for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::sandbox::proxy::Contact>,
+    pub kind: StepKind,
+    /// The feature whose check it is.
+    pub feature: Option<String>,
+    pub outcome: Outcome,
+}
+
+/// The kinds of step a verification runs, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// `init.sh`: its failure skips every other step.
+    Setup,
+    /// The assigned feature's check, which must pass.
+    Feature,
+    /// A `[checks] commands` entry, which must pass.
+    Global,
+    /// A passing feature's check run again (PASS_TO_PASS), which must pass.
+    Regression,
+    /// At init, a feature's check on the initializer's tree, which must
+    /// run and fail (FAIL_TO_PASS).
+    Acceptance,
+    /// At init, the check of a feature given as passing (`init --features`
+    /// from a half-built project): when it does not pass, the feature is set
+    /// back to failing in the accepted commit; not a rejection.
+    GivenPassing,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::steps::Outcome;
-use super::verification::{CheckRun, StepKind, REGRESSION};
+use super::steps::{CheckRun, StepKind, REGRESSION};
 use crate::features::Feature;
 
 /// The variable that names the results file for the suite.

@@ -12,7 +12,6 @@ use std::time::Duration;
 use anyhow::Context;
 use futures_util::StreamExt;
 use git2::Oid;
-use serde::{Deserialize, Serialize};
 
 use super::steps::{self, Outcome};
 use crate::features::{self, Feature, FeatureList};
@@ -22,8 +21,7 @@ use crate::schema::Role;
 use crate::trusted::record::repo;
 use crate::trusted::Project;
 
-/// The name prefix of a passing feature's check run again.
-pub const REGRESSION: &str = "regression check of";
+pub use super::steps::{CheckRun, StepKind, REGRESSION};
 
 /// The features whose checks this session's verification runs again: every
 /// feature passing at the base but the assigned one, every Nth session.
@@ -43,23 +41,6 @@ pub fn regressions_due<'l>(
             f.passes && f.check.is_some() && Some(f.id.as_str()) != assigned.map(|a| a.id.as_str())
         })
         .collect()
-}
-
-/// A step run during verification.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CheckRun {
-    pub name: String,
-    pub command: String,
-    /// It exited 0.
-    pub passed: bool,
-    pub output_tail: String,
-    /// The hosts this run asked the registries proxy for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub network: Vec<crate::sandbox::proxy::Contact>,
-    pub kind: StepKind,
-    /// The feature whose check it is.
-    pub feature: Option<String>,
-    pub outcome: Outcome,
 }
 
 /// The session's work, brought into the main repo.
@@ -177,8 +158,7 @@ pub fn prepare_checkout<'p>(
             };
         }
     }
-    let mut spec =
-        crate::trusted::session::lifecycle::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
+    let mut spec = super::workspace::sandbox_spec(project, &dir, &tmp, &home, Vec::new());
     spec.read_only_links = linked > 0;
     spec.layers = lower.as_ref().map(|l| l.layers(&dir, &ovl));
     Ok(CheckPlace {
@@ -214,27 +194,6 @@ impl CheckPlace<'_> {
         }
         Ok(spec)
     }
-}
-
-/// The kinds of step a verification runs, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// `init.sh`: its failure skips every other step.
-    Setup,
-    /// The assigned feature's check, which must pass.
-    Feature,
-    /// A `[checks] commands` entry, which must pass.
-    Global,
-    /// A passing feature's check run again (PASS_TO_PASS), which must pass.
-    Regression,
-    /// At init, a feature's check on the initializer's tree, which must
-    /// run and fail (FAIL_TO_PASS).
-    Acceptance,
-    /// At init, the check of a feature given as passing (`init --features`
-    /// from a half-built project): when it does not pass, the feature is set
-    /// back to failing in the accepted commit; not a rejection.
-    GivenPassing,
 }
 
 /// Run the steps of this verification in the checkout, each its own

@@ -31,7 +31,9 @@ use nix::sys::stat::{fchmod, mkdirat, mknodat, Mode, SFlag};
 use nix::unistd::{linkat, symlinkat};
 
 use crate::fsutil;
+use crate::sandbox::SandboxSpec;
 use crate::trusted::record::repo::{MAIN, MAIN_REF};
+use crate::trusted::Project;
 
 /// How the workspace's HEAD points at its commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -388,6 +390,33 @@ fn write_new(dir: &OwnedFd, name: &Path, bytes: &[u8], perm: u32) -> anyhow::Res
     fchmod(&fd, Mode::from_bits_truncate(perm))?;
     std::fs::File::from(fd).write_all(bytes)?;
     Ok(())
+}
+
+/// The confinement of a session or a verification run in `workspace`.
+pub fn sandbox_spec(
+    project: &Project,
+    workspace: &Path,
+    tmp: &Path,
+    home: &Path,
+    keep_fds: Vec<i32>,
+) -> SandboxSpec {
+    // The project's git data only (objects for the alternates, refs for
+    // earlier attempts): never the project directory, where `.longrun/`
+    // holds other sessions and the orchestrator's log.
+    let mut read_only = vec![project.repo.path().to_path_buf()];
+    read_only.extend(project.config.sandbox.read_only.iter().cloned());
+    SandboxSpec {
+        profile: project.profile.clone(),
+        workspace: workspace.to_path_buf(),
+        tmp: tmp.to_path_buf(),
+        home: home.to_path_buf(),
+        read_only,
+        writable: project.config.sandbox.writable.clone(),
+        read_only_inside: super::acceptance::read_only_inside(project, workspace),
+        read_only_links: false,
+        layers: None,
+        keep_fds,
+    }
 }
 
 #[cfg(test)]
