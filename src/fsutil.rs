@@ -6,6 +6,13 @@
 //! after a merge) goes through [`Beneath`]: each path component is opened
 //! with `O_NOFOLLOW` relative to the one before, so a symlink anywhere on
 //! the path is an error, never a way out.
+//!
+//! Every file a session or a check could have written is read through
+//! [`read_bounded`] (or [`Beneath::read_bounded`]): opened with `O_NOFOLLOW
+//! | O_NONBLOCK`, so a symlink is refused and a FIFO neither blocks the open
+//! nor the read; anything but a regular file refused; at most a cap of
+//! bytes read, so a sparse file of terabytes or one that grows while it is
+//! read costs no more; and given up after a deadline.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -138,28 +145,32 @@ impl Beneath {
     }
 
     /// The contents of the regular file at `rel`, None when nothing is there.
-    /// A symlink at or on the way to `rel`, or anything but a regular file, is an error.
+    /// A symlink at or on the way to `rel`, anything but a regular file, or
+    /// a file over [`Bounds::FILE`], is an error.
     pub fn read(&self, rel: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+        let Some(read) = self.read_bounded(rel, Bounds::FILE)? else {
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            !read.cut,
+            "{}: larger than {} bytes",
+            self.shown.join(rel).display(),
+            Bounds::FILE.cap
+        );
+        Ok(Some(read.bytes))
+    }
+
+    /// [`read_bounded`] of the file at `rel`, no symlink followed on the way.
+    pub fn read_bounded(&self, rel: &Path, bounds: Bounds) -> anyhow::Result<Option<Bounded>> {
         let Ok((dir, name)) = self.parent(rel, false)? else {
             return Ok(None);
         };
-        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
-        let fd = match openat(&dir, name, flags, Mode::empty()) {
+        let fd = match openat(&dir, name, READ_FLAGS, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(None),
             Err(e) => return Err(self.err(rel, "cannot open", e)),
         };
-        let st = nix::sys::stat::fstat(&fd).map_err(|e| self.err(rel, "cannot stat", e))?;
-        anyhow::ensure!(
-            kind_of(&st) == Kind::File,
-            "{}: not a regular file",
-            self.shown.join(rel).display()
-        );
-        let mut bytes = Vec::new();
-        std::fs::File::from(fd)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {}", self.shown.join(rel).display()))?;
-        Ok(Some(bytes))
+        read_open(fd, &self.shown.join(rel), bounds).map(Some)
     }
 
     /// Make `rel` a regular file holding `bytes` with `mode`, creating the
@@ -214,6 +225,127 @@ impl Beneath {
             Err(e) => Err(self.err(rel, "cannot remove", e)),
         }
     }
+}
+
+/// How to open a file a session could have written: never through a final
+/// symlink, never blocking on a FIFO, never becoming a controlling terminal.
+const READ_FLAGS: OFlag = OFlag::O_RDONLY
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_NONBLOCK)
+    .union(OFlag::O_NOCTTY)
+    .union(OFlag::O_CLOEXEC);
+
+/// Limits on a read of a file a session or a check could have written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The most bytes read.
+    pub cap: u64,
+    /// Past this the read stops with an error, whatever it holds.
+    pub deadline: std::time::Duration,
+    /// Keep the last `cap` bytes (a log's tail) instead of the first.
+    pub tail: bool,
+}
+
+impl Bounds {
+    /// A file of the project's own: at most 256 MiB, in 60 s.
+    pub const FILE: Bounds = Bounds::head(256 << 20, 60);
+
+    /// The first `cap` bytes within `secs` seconds.
+    pub const fn head(cap: u64, secs: u64) -> Bounds {
+        Bounds {
+            cap,
+            deadline: std::time::Duration::from_secs(secs),
+            tail: false,
+        }
+    }
+
+    /// The last `cap` bytes within `secs` seconds.
+    pub const fn tail(cap: u64, secs: u64) -> Bounds {
+        Bounds {
+            tail: true,
+            ..Bounds::head(cap, secs)
+        }
+    }
+}
+
+/// What a bounded read found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bounded {
+    pub bytes: Vec<u8>,
+    /// The file held more than the cap when it was read (or grew past it):
+    /// `bytes` is its first (or, for a tail, its last) `cap` bytes.
+    pub cut: bool,
+}
+
+/// Read the regular file at `path`, which a session or a check could have
+/// written, within `bounds`; None when nothing is there. A symlink at the
+/// end of the path, a FIFO, a socket, a device or a directory is an error,
+/// and none of them blocks or is followed. The directories on the way are
+/// the orchestrator's (use [`Beneath::read_bounded`] where they are not).
+pub fn read_bounded(path: &Path, bounds: Bounds) -> anyhow::Result<Option<Bounded>> {
+    let fd = match nix::fcntl::open(path, READ_FLAGS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(Errno::ELOOP) => anyhow::bail!("{}: a symlink, not followed", path.display()),
+        Err(e) => anyhow::bail!("{}: cannot open: {e}", path.display()),
+    };
+    read_open(fd, path, bounds).map(Some)
+}
+
+/// The bytes of the open file `fd` within `bounds`, when it is a regular file.
+fn read_open(fd: OwnedFd, shown: &Path, bounds: Bounds) -> anyhow::Result<Bounded> {
+    let st =
+        nix::sys::stat::fstat(&fd).with_context(|| format!("cannot stat {}", shown.display()))?;
+    let kind = kind_of(&st);
+    anyhow::ensure!(
+        kind == Kind::File,
+        "{}: not a regular file ({}), not read",
+        shown.display(),
+        match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+            SFlag::S_IFIFO => "a FIFO",
+            SFlag::S_IFCHR | SFlag::S_IFBLK => "a device",
+            SFlag::S_IFSOCK => "a socket",
+            SFlag::S_IFDIR => "a directory",
+            _ => "not a file",
+        }
+    );
+    let size = u64::try_from(st.st_size).unwrap_or(0);
+    let mut file = std::fs::File::from(fd);
+    let mut cut = size > bounds.cap;
+    if bounds.tail && cut {
+        use std::io::Seek;
+        file.seek(std::io::SeekFrom::Start(size - bounds.cap))
+            .with_context(|| format!("cannot read {}", shown.display()))?;
+    }
+    let start = std::time::Instant::now();
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    // One byte past the cap tells a file that grew past it.
+    while (bytes.len() as u64) <= bounds.cap {
+        anyhow::ensure!(
+            start.elapsed() < bounds.deadline,
+            "{}: not read within {} s",
+            shown.display(),
+            bounds.deadline.as_secs()
+        );
+        let want = usize::try_from(bounds.cap + 1 - bytes.len() as u64)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        match file.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", shown.display())),
+        }
+    }
+    if bytes.len() as u64 > bounds.cap {
+        bytes.truncate(usize::try_from(bounds.cap).unwrap_or(usize::MAX));
+        cut = true;
+    }
+    Ok(Bounded { bytes, cut })
 }
 
 fn unique() -> u64 {
@@ -463,6 +595,123 @@ mod tests {
         assert!(!t.exists());
         assert!(outside.path().join("keep").exists());
         remove_tree(&t).unwrap();
+    }
+
+    /// A FIFO with no writer: opening it for reading without O_NONBLOCK
+    /// would block for ever.
+    fn fifo(path: &Path) {
+        nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o644)).unwrap();
+    }
+
+    fn bounds() -> Bounds {
+        Bounds::head(1 << 20, 5)
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_not_waited_on() {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path().join("results");
+        fifo(&p);
+        let start = std::time::Instant::now();
+        let e = read_bounded(&p, bounds()).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        let e = Beneath::open(root.path())
+            .unwrap()
+            .read_bounded(Path::new("results"), bounds())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_symlink_is_not_followed_even_to_a_readable_file() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("secret");
+        std::fs::write(&target, "key").unwrap();
+        let link = root.path().join("results");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = read_bounded(&link, bounds()).unwrap_err().to_string();
+        assert!(e.contains("symlink"), "{e}");
+        std::os::unix::fs::symlink("/proc/self/environ", root.path().join("env")).unwrap();
+        assert!(read_bounded(&root.path().join("env"), bounds()).is_err());
+    }
+
+    #[test]
+    fn a_device_node_is_refused() {
+        // /dev/zero would give bytes for ever; one made in place the same.
+        let e = read_bounded(Path::new("/dev/zero"), bounds()).unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+        let root = tempfile::tempdir().unwrap();
+        let made = root.path().join("zero");
+        let dev = nix::sys::stat::makedev(1, 5);
+        if nix::sys::stat::mknod(&made, SFlag::S_IFCHR, Mode::from_bits_truncate(0o644), dev)
+            .is_ok()
+        {
+            let e = read_bounded(&made, bounds()).unwrap_err();
+            assert!(e.to_string().contains("a device"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_huge_sparse_file_costs_only_the_cap() {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path().join("sparse");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(1 << 40).unwrap();
+        let start = std::time::Instant::now();
+        let read = read_bounded(&p, bounds()).unwrap().unwrap();
+        assert!(read.cut);
+        assert_eq!(read.bytes.len(), 1 << 20);
+        let tail = read_bounded(&p, Bounds::tail(4096, 5)).unwrap().unwrap();
+        assert!(tail.cut && tail.bytes.len() == 4096);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_file_that_grows_while_read_stops_at_the_cap() {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path().join("growing");
+        std::fs::write(&p, b"start\n").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (p, stop) = (p.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = f.write_all(&[b'x'; 65536]);
+                }
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let read = read_bounded(&p, bounds()).unwrap().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        assert!(read.bytes.len() <= 1 << 20);
+        assert!(read.bytes.starts_with(b"start\n"));
+    }
+
+    #[test]
+    fn a_read_past_its_deadline_is_an_error_and_a_plain_file_reads_whole() {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path().join("plain");
+        std::fs::write(&p, "one\ntwo\n").unwrap();
+        let read = read_bounded(&p, bounds()).unwrap().unwrap();
+        assert_eq!(
+            (read.bytes.as_slice(), read.cut),
+            (&b"one\ntwo\n"[..], false)
+        );
+        let tail = read_bounded(&p, Bounds::tail(4, 5)).unwrap().unwrap();
+        assert_eq!((tail.bytes.as_slice(), tail.cut), (&b"two\n"[..], true));
+        let never = Bounds {
+            deadline: std::time::Duration::ZERO,
+            ..bounds()
+        };
+        let e = read_bounded(&p, never).unwrap_err().to_string();
+        assert!(e.contains("not read within"), "{e}");
+        assert!(read_bounded(&root.path().join("missing"), bounds())
+            .unwrap()
+            .is_none());
     }
 
     #[test]

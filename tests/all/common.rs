@@ -203,6 +203,36 @@ impl Env {
         out
     }
 
+    /// [`Env::run_by`], stopped (SIGKILL to the longrun it started) and
+    /// failed when it takes over `limit`: for what must not stall the run.
+    pub fn run_within(&self, by: By, args: &[&str], limit: std::time::Duration) -> Output {
+        let mut cmd = self.longrun_by(by);
+        cmd.args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if by == By::Nobody {
+            self.chown("65534:65534");
+        }
+        let mut child = cmd.spawn().expect("run longrun");
+        let start = std::time::Instant::now();
+        while child.try_wait().expect("wait for longrun").is_none() {
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                if by == By::Nobody {
+                    self.chown("0:0");
+                }
+                panic!("longrun {args:?} was still running after {limit:?}: stalled");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let out = child.wait_with_output().expect("longrun's output");
+        if by == By::Nobody {
+            self.chown("0:0");
+        }
+        out
+    }
+
     fn chown(&self, owner: &str) {
         chown_tree(self.root.path(), owner);
     }

@@ -9,4 +9,5 @@ mod checks;
 mod output;
 mod overlay;
 mod reading;
+mod stall;
 mod workspace;

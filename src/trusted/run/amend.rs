@@ -516,7 +516,14 @@ fn work_tree_file(project: &Project, path: &str) -> anyhow::Result<Option<WorkFi
             full.display()
         )));
     }
-    let bytes = std::fs::read(&full).with_context(|| format!("cannot read {}", full.display()))?;
+    // Read as any file a session could have left: no FIFO swapped in after the stat blocks it.
+    let read = crate::fsutil::read_bounded(&full, crate::fsutil::Bounds::FILE)?;
+    let Some(crate::fsutil::Bounded { bytes, cut: false }) = read else {
+        return Err(bad_input(format!(
+            "{} changed while it was read, or is over 256 MiB; the contract holds small plain files",
+            full.display()
+        )));
+    };
     let mode = if meta.permissions().mode() & 0o111 != 0 {
         0o100755
     } else {

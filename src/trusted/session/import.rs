@@ -174,7 +174,12 @@ fn export_into(
         bail!(over_cap(target));
     }
     if !status.success() {
-        let said = std::fs::read(&log).unwrap_or_default();
+        let tail = crate::fsutil::Bounds::tail(64 << 10, 10);
+        let said = crate::fsutil::read_bounded(&log, tail)
+            .ok()
+            .flatten()
+            .map(|r| r.bytes)
+            .unwrap_or_default();
         let said = crate::rules::printable(
             crate::progress::tail(&String::from_utf8_lossy(&said), 3)
                 .replace('\n', "; ")

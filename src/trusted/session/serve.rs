@@ -342,8 +342,13 @@ pub async fn serve(
         None => "killed by a signal".into(),
     };
     if run.report.is_none() && run.stop == Stop::Exited {
-        let log =
-            std::fs::read_to_string(launch.session_dir.join("worker.log")).unwrap_or_default();
+        // The worker's stderr: as long as it wrote it, so only its tail.
+        let tail = crate::fsutil::Bounds::tail(64 << 10, 10);
+        let log = crate::fsutil::read_bounded(&launch.session_dir.join("worker.log"), tail)
+            .ok()
+            .flatten()
+            .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
+            .unwrap_or_default();
         run.exit = format!(
             "{}: {}",
             run.exit,

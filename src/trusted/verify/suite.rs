@@ -20,7 +20,6 @@
 
 use std::borrow::{Borrow, Cow};
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -35,6 +34,8 @@ pub const RESULTS_ENV: &str = "LONGRUN_SUITE_RESULTS";
 pub const STEP: &str = "suite";
 /// The most of the results file that is read.
 const RESULTS_CAP: u64 = 4 << 20;
+/// Seconds a read of the results file may take.
+const RESULTS_DEADLINE: u64 = 10;
 
 /// The results file of a verification whose scratch directory is `dir`.
 pub fn results_path(dir: &Path) -> PathBuf {
@@ -63,31 +64,40 @@ pub fn parse_results(text: &str) -> HashMap<Cow<'_, str>, bool> {
     results
 }
 
-/// Read at most [`RESULTS_CAP`] bytes of the results file (none: empty).
-pub fn read_results(path: &Path) -> String {
-    let mut text = String::new();
-    use std::os::unix::fs::OpenOptionsExt;
-    // Written by the suite, in its own TMPDIR: never through a symlink.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path);
-    if let Ok(file) = file {
-        let _ = file.take(RESULTS_CAP).read_to_string(&mut text);
+/// The results file as text: at most [`RESULTS_CAP`] bytes, read within
+/// [`RESULTS_DEADLINE`] and never from a symlink, a FIFO or a device (code
+/// under test writes it; see [`crate::fsutil::read_bounded`]); none is no
+/// results. Anything else there is an error saying what stood there: the
+/// suite's run is then a failure, whatever its exit status.
+pub fn read_results(path: &Path) -> Result<String, String> {
+    let bounds = crate::fsutil::Bounds::head(RESULTS_CAP, RESULTS_DEADLINE);
+    match crate::fsutil::read_bounded(path, bounds) {
+        Ok(Some(read)) => Ok(String::from_utf8_lossy(&read.bytes).into_owned()),
+        Ok(None) => Ok(String::new()),
+        Err(e) => Err(format!(
+            "the suite's results file was not read, so the suite counts as failed: {}",
+            crate::sanitize::line(&format!("{e:#}"))
+        )),
     }
-    text
 }
 
 /// The suite's run turned into one regression [`CheckRun`] per feature.
-/// `passed` is whether the suite exited 0; `output_tail` is its output.
+/// `passed` is whether the suite exited 0; `output_tail` is its output;
+/// `results` what [`read_results`] found: a results file that could not be
+/// read fails every feature, with the reason.
 pub fn regression_runs<F: Borrow<Feature>>(
     features: &[F],
     command: &str,
     passed: bool,
     output_tail: &str,
-    results: &str,
+    results: &Result<String, String>,
 ) -> Vec<CheckRun> {
-    let reported = parse_results(results);
+    let (text, unread) = match results {
+        Ok(text) => (text.as_str(), None),
+        Err(why) => ("", Some(why.as_str())),
+    };
+    let passed = passed && unread.is_none();
+    let reported = parse_results(text);
     let ids = || features.iter().map(|f| f.borrow().id.as_str());
     let mut failing: HashSet<&str> = ids()
         .filter(|id| match reported.get(*id) {
@@ -100,11 +110,14 @@ pub fn regression_runs<F: Borrow<Feature>>(
         failing = ids().collect();
         blame = "the suite failed and reported no failing feature";
     }
+    if let Some(why) = unread {
+        blame = why;
+    }
     ids()
         .map(|id| {
             let failed = failing.contains(id);
             let why = match reported.get(id) {
-                None if failed && blame.starts_with("the suite reported") => {
+                None if failed && blame == "the suite reported it failed" => {
                     "the suite failed and reported nothing for it"
                 }
                 _ => blame,
@@ -165,7 +178,7 @@ mod tests {
             "make test",
             true,
             "",
-            "{\"feature\":\"b\",\"passed\":false}\n",
+            &Ok("{\"feature\":\"b\",\"passed\":false}\n".into()),
         );
         assert_eq!(failed(&runs), vec![format!("{REGRESSION} b")]);
         assert_eq!(runs.len(), 3);
@@ -176,7 +189,7 @@ mod tests {
     fn a_failing_suite_fails_the_features_it_names_or_omits() {
         let f = features(&["a", "b", "c"]);
         let results = "{\"feature\":\"a\",\"passed\":true}\n{\"feature\":\"b\",\"passed\":false}\n";
-        let runs = regression_runs(&f, "suite", false, "boom", results);
+        let runs = regression_runs(&f, "suite", false, "boom", &Ok(results.into()));
         assert_eq!(
             failed(&runs),
             vec![format!("{REGRESSION} b"), format!("{REGRESSION} c")]
@@ -190,9 +203,33 @@ mod tests {
         let all_passed =
             "{\"feature\":\"a\",\"passed\":true}\n{\"feature\":\"b\",\"passed\":true}\n";
         for results in ["", "not json\n", all_passed] {
-            let runs = regression_runs(&f, "suite", false, "", results);
+            let runs = regression_runs(&f, "suite", false, "", &Ok(results.into()));
             assert_eq!(failed(&runs).len(), 2, "results {results:?}");
         }
+    }
+
+    #[test]
+    fn a_results_file_that_cannot_be_read_fails_a_passing_suite_with_the_reason() {
+        let f = features(&["a", "b"]);
+        let why = "the suite's results file was not read: a FIFO".to_string();
+        let runs = regression_runs(&f, "suite", true, "ok", &Err(why));
+        assert_eq!(failed(&runs).len(), 2);
+        assert!(runs[0]
+            .output_tail
+            .ends_with("[the suite's results file was not read: a FIFO]"));
+    }
+
+    #[test]
+    fn a_fifo_at_the_results_path_is_an_error_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = results_path(dir.path());
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        let why = read_results(&path).unwrap_err();
+        assert!(
+            why.contains("a FIFO") && why.contains("counts as failed"),
+            "{why}"
+        );
+        assert_eq!(read_results(&dir.path().join("none")), Ok(String::new()));
     }
 
     #[test]

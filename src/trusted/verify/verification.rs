@@ -424,10 +424,10 @@ impl<'a> Runner<'a> {
             results.display().to_string(),
         )];
         let ran = steps::run(&self.spec, &scratch, &step.command, self.timeout, &env).await;
-        let text = super::suite::read_results(&results);
+        let read = super::suite::read_results(&results);
         let _ = crate::fsutil::remove_tree(&scratch);
         let passed = ran.outcome.passed();
-        super::suite::regression_runs(regressions, &step.command, passed, &ran.output_tail, &text)
+        super::suite::regression_runs(regressions, &step.command, passed, &ran.output_tail, &read)
     }
 
     fn judged(&self, step: Step, ran: steps::Ran) -> CheckRun {
