@@ -428,6 +428,19 @@ fn position(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 }
 
 impl Config {
+    /// The permission policy of the project at `dir`: its longrun.toml's
+    /// rules when there is one, else the built-in ones; and where they came from.
+    pub fn policy_at(dir: &Path) -> anyhow::Result<(crate::permissions::Policy, String)> {
+        let toml = dir.join(FILE_NAME);
+        if !toml.is_file() {
+            let from = "the built-in defaults".to_string();
+            return Ok((crate::permissions::Policy::defaults(), from));
+        }
+        let config = Config::load(dir)?;
+        let policy = crate::permissions::Policy::new(&config.permissions)?;
+        Ok((policy, toml.display().to_string()))
+    }
+
     /// Parse `text`, naming `origin` (the file) in any error.
     pub fn parse(text: &str, origin: &Path) -> anyhow::Result<Config> {
         let config: Config = toml::from_str(text).map_err(|e| {
@@ -441,16 +454,6 @@ impl Config {
         })?;
         // Bad glob patterns are caught here, not when a session starts.
         crate::permissions::Policy::new(&config.permissions)?;
-        if let Some(family) = &config.model.family {
-            let known = crate::model::family::known();
-            if !known.iter().any(|k| k.eq_ignore_ascii_case(family.trim())) {
-                return Err(bad_input(format!(
-                    "{}: [model] family = {family:?} is not a known model family; use one of {} or remove it to detect the family from the model's name",
-                    origin.display(),
-                    known.join(", ")
-                )));
-            }
-        }
         if let Some(t) = config.harness.retry_temperature {
             if !(0.0..=2.0).contains(&t) {
                 return Err(bad_input(format!(

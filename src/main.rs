@@ -269,7 +269,9 @@ async fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         }
         Command::Demo { dir, profile } => o::demo(o::DemoArgs { dir, profile }).await,
         Command::CheckCommand { command, dir } => {
-            let (text, verdict) = longrun::permissions::check_command(&command, &dir.dir)?;
+            let (policy, from) = longrun::config::Config::policy_at(&dir.dir)?;
+            let (text, verdict) =
+                longrun::permissions::check_command(&command, &dir.dir, &policy, &from)?;
             print!("{text}");
             Ok(Outcome::Exit(verdict.exit_code()))
         }

@@ -8,46 +8,18 @@
 //! resolves by `[permissions] unattended`. This module decides; the tool
 //! dispatcher enforces, answering a denied call with `Blocked by policy: ...`.
 
+mod decision;
 mod defaults;
 mod rules;
 mod shell;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use rules::{Layers, Rule, RuleSet, Source};
 
-/// What a rule says about a call. Ordered from the most permissive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Permission {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl Permission {
-    /// `longrun check-command`'s exit status: 0 allow, 1 ask, 2 deny.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Permission::Allow => 0,
-            Permission::Ask => 1,
-            Permission::Deny => 2,
-        }
-    }
-}
-
-impl fmt::Display for Permission {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Permission::Allow => "allow",
-            Permission::Ask => "ask",
-            Permission::Deny => "deny",
-        })
-    }
-}
+pub use decision::{Decision, Permission};
 
 /// What `ask` becomes when nobody is there to answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,16 +57,6 @@ pub struct PermissionsConfig {
     pub write_file: RuleLists,
     #[serde(default)]
     pub edit_file: RuleLists,
-}
-
-/// A verdict and the rule that gave it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    pub verdict: Permission,
-    /// The deciding rule, e.g. `built-in deny bash "curl *"`.
-    pub rule: String,
-    /// Why, with the command or path it was about.
-    pub reason: String,
 }
 
 /// The compiled rules of a project.
@@ -226,22 +188,16 @@ fn blocked_message(decision: &Decision, unattended: Unattended) -> Option<String
     Some(format!("Blocked by policy: {} ({reason})", decision.rule))
 }
 
-/// `longrun check-command`: the verdict on `command` run in `dir`, the rule
-/// that decided it, and what it means in an unattended session. The rules
-/// are those of `dir/longrun.toml` when there is one, else the built-in ones.
-/// The verdict and rule on `command`, as `longrun check-command` prints them,
+/// `longrun check-command`: the verdict on `command` run in `dir` under
+/// `policy` (whose rules came from `rules_from`), the rule that decided it,
+/// and what it means in an unattended session, as the command prints them;
 /// and the verdict for its exit status.
-pub fn check_command(command: &str, dir: &Path) -> anyhow::Result<(String, Permission)> {
-    let toml = dir.join(crate::config::FILE_NAME);
-    let (policy, rules_from) = if toml.is_file() {
-        let config = crate::config::Config::load(dir)?;
-        (
-            Policy::new(&config.permissions)?,
-            toml.display().to_string(),
-        )
-    } else {
-        (Policy::defaults(), "the built-in defaults".to_string())
-    };
+pub fn check_command(
+    command: &str,
+    dir: &Path,
+    policy: &Policy,
+    rules_from: &str,
+) -> anyhow::Result<(String, Permission)> {
     let decision = policy.judge_bash(command, dir);
     let in_session = match (decision.verdict, policy.unattended) {
         (Permission::Ask, Unattended::Deny) => {

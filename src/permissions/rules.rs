@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use super::decision::{Decision, Permission};
 use super::shell::{normalize, Arg, Invocation, Unit};
-use super::{Decision, Permission};
 
 /// Where a rule comes from, as shown in a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -59,6 +59,7 @@ impl Project {
         let head = repo::main_head(&repo)?.ok_or_else(not_project)?;
         let toml = repo::read_file_at(&repo, head, config::FILE_NAME)?.ok_or_else(not_project)?;
         let config = Config::parse(&toml, &dir.join(config::FILE_NAME))?;
+        check_family(&config, &dir.join(config::FILE_NAME))?;
         let field = format!(
             "{}: [sandbox] profile",
             dir.join(config::FILE_NAME).display()
@@ -150,6 +151,23 @@ impl Project {
     pub fn longrun_dir(&self) -> PathBuf {
         crate::trusted::record::state::longrun_dir(&self.dir)
     }
+}
+
+/// `[model] family`, when set, names a family the model module knows
+/// (checked here, above both config.rs and model/, which it joins).
+pub fn check_family(config: &Config, origin: &Path) -> anyhow::Result<()> {
+    let Some(family) = &config.model.family else {
+        return Ok(());
+    };
+    let known = crate::model::family::known();
+    if known.iter().any(|k| k.eq_ignore_ascii_case(family.trim())) {
+        return Ok(());
+    }
+    Err(bad_input(format!(
+        "{}: [model] family = {family:?} is not a known model family; use one of {} or remove it to detect the family from the model's name",
+        origin.display(),
+        known.join(", ")
+    )))
 }
 
 /// The model to use: `--model`, then `LONGRUN_MODEL`, then `[model]` in longrun.toml.

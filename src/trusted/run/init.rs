@@ -199,6 +199,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<Outcome> {
     } else {
         Config::default()
     };
+    crate::trusted::contract::project::check_family(&config, &toml_path)?;
     let model = resolve_model(args.model.as_deref(), &config, &dir)?;
     let choice = ModelChoice {
         model: args.model.clone(),
