@@ -16,11 +16,12 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::LazyLock;
 
-use git2::{IndexAddOption, Oid, Repository};
+use git2::{Oid, Repository};
 use regex::Regex;
 
 use super::checks::{self, CheckOutcome, SessionChecks};
-use crate::git::{is_build_output, uncommitted_paths};
+use super::commit::{harness_signature, stage_all};
+use crate::git::uncommitted_paths;
 
 /// Lines of the check's output shown after an edit.
 const TAIL_LINES: usize = 25;
@@ -765,36 +766,6 @@ fn snapshot(workspace: &Path) -> anyhow::Result<Oid> {
     let mut index = repo.index()?;
     stage_all(&mut index)?;
     Ok(index.write_tree()?)
-}
-
-/// Everything in the work tree into `index`, but build output; deletions too.
-fn stage_all(index: &mut git2::Index) -> anyhow::Result<()> {
-    let mut skip_build_output =
-        |path: &Path, _: &[u8]| -> i32 { i32::from(is_build_output(&path.to_string_lossy())) };
-    index.add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip_build_output))?;
-    index.update_all(["*"], None)?;
-    Ok(())
-}
-
-/// Commit everything in the work tree but build output on HEAD (or as the
-/// first commit), as the harness.
-pub(super) fn commit_all(workspace: &Path, message: &str) -> anyhow::Result<Oid> {
-    let repo = Repository::open(workspace)?;
-    let sig = harness_signature()?;
-    let mut index = repo.index()?;
-    stage_all(&mut index)?;
-    index.write()?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-    let parents: Vec<&git2::Commit> = parent.iter().collect();
-    Ok(repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?)
-}
-
-fn harness_signature() -> anyhow::Result<git2::Signature<'static>> {
-    Ok(git2::Signature::now(
-        "longrun harness",
-        "harness@longrun.invalid",
-    )?)
 }
 
 /// Commit the last state if it is not, then check out `best` and commit it on top.

@@ -46,7 +46,7 @@ pub fn commit_passing(
     let message = format!(
         "{feature_id}: its check passes\n\nCommitted by the harness after the check `{check}` passed."
     );
-    let oid = super::edit_check::commit_all(workspace, &message)?;
+    let oid = super::commit::commit_all(workspace, &message)?;
     let short = oid.to_string().chars().take(7).collect::<String>();
     done.push(format!("committed the work ({short})"));
     let last = done.pop().unwrap_or_default();
@@ -126,7 +126,7 @@ mod tests {
         std::fs::write(dir.path().join("features.json"), FEATURES).unwrap();
         std::fs::write(dir.path().join("progress.md"), "# Progress\n").unwrap();
         std::fs::write(dir.path().join("duration.py"), "def f(): pass\n").unwrap();
-        let base = super::super::edit_check::commit_all(dir.path(), "base").unwrap();
+        let base = super::super::commit::commit_all(dir.path(), "base").unwrap();
         drop(repo);
         (dir, base)
     }

@@ -9,6 +9,7 @@
 mod agent;
 mod budget;
 mod checks;
+mod commit;
 mod context;
 mod edit_check;
 mod export;

@@ -30,7 +30,6 @@ const KNOWN: &[&str] = &[
     "src/confined/tools/list_files.rs -> src/confined/tools/mod.rs",
     "src/confined/tools/read_file.rs -> src/confined/tools/mod.rs",
     "src/confined/tools/write_file.rs -> src/confined/tools/mod.rs",
-    "src/confined/finish.rs -> src/confined/edit_check.rs",
 ];
 
 fn root() -> PathBuf {
