@@ -7,8 +7,10 @@
 //! answers with [`ChatResponse`]s from the provider chosen by [`ModelSpec`].
 
 mod anthropic;
+mod error;
 pub mod family;
 mod http;
+mod open;
 mod openai;
 mod price;
 mod provider;
@@ -19,7 +21,9 @@ mod settings;
 mod spec;
 mod types;
 
-pub use provider::{open_provider, ModelError, ModelErrorKind, Provider, RequestContext};
+pub use error::{ModelError, ModelErrorKind};
+pub use open::open_provider;
+pub use provider::{Provider, RequestContext};
 pub use retry::{RetryNote, RetrySink, RETRY_TARGET};
 pub use scripted::{ScriptedModel, ScriptedProvider};
 pub use settings::{API_KEY_ENV, BASE_URL_ENV};
