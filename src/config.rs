@@ -382,7 +382,8 @@ pub struct ToolsSection {
 /// The default cap, in characters, on what one tool call hands back.
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
 
-fn default_output_cap() -> usize {
+/// `[tools] output_cap` when longrun.toml (or worker.json) does not say.
+pub fn default_output_cap() -> usize {
     DEFAULT_OUTPUT_CAP
 }
 

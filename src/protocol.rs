@@ -50,7 +50,7 @@ pub struct WorkerConfig {
     pub passing: usize,
     pub total: usize,
     /// `[tools] output_cap` of longrun.toml.
-    #[serde(default = "crate::confined::tools::default_output_cap")]
+    #[serde(default = "crate::config::default_output_cap")]
     pub tool_output_cap: usize,
     /// `[permissions]` of longrun.toml.
     #[serde(default)]

@@ -9,6 +9,7 @@
 
 mod caps;
 mod cgroup;
+mod command;
 mod confine;
 mod doctor;
 mod env;
@@ -26,6 +27,7 @@ mod registries;
 mod seccomp;
 mod spec;
 
+pub use command::{command, EXEC_SUBCOMMAND};
 pub use confine::{confine, no_filesystem_boundary, Enforcement};
 pub use doctor::{doctor, preflight};
 pub use env::session_env;
@@ -37,4 +39,4 @@ pub use proxy_bridge::{PROXY_FD, PROXY_ON_STDIN_ENV, PROXY_PORT, PROXY_URL};
 pub use registries::{
     normalize as normalize_host, split_host_port, AllowList, Registries, DEFAULT_HOSTS,
 };
-pub use spec::{command, Layers, SandboxSpec, EXEC_SUBCOMMAND};
+pub use spec::{Layers, SandboxSpec};

@@ -13,9 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use super::Profile;
 
-/// The hidden subcommand that confines itself, then execs its arguments.
-pub const EXEC_SUBCOMMAND: &str = "__exec";
-
 /// Everything confinement needs to know, serialized to the child.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SandboxSpec {
@@ -111,20 +108,4 @@ impl SandboxSpec {
         paths.extend(self.writable.iter().cloned());
         paths
     }
-}
-
-/// A command that runs `argv` confined by `spec`: longrun re-executes itself
-/// with the hidden exec subcommand, confines itself, then execs `argv`.
-pub fn command(spec: &SandboxSpec, argv: &[String]) -> anyhow::Result<std::process::Command> {
-    let exe = crate::sandbox::own_exe();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg(EXEC_SUBCOMMAND)
-        .arg("--spec")
-        .arg(serde_json::to_string(spec)?)
-        .arg("--");
-    cmd.args(argv);
-    cmd.env_clear();
-    cmd.envs(super::session_env(spec));
-    cmd.current_dir(&spec.workspace);
-    Ok(cmd)
 }
