@@ -18,6 +18,14 @@ pub use review::{ReviewMode, ReviewSection};
 
 pub const FILE_NAME: &str = "longrun.toml";
 
+/// Paths no session may change, whatever `[run] protected` says: this file
+/// (which decides everything that runs outside a session: the notify
+/// command and its environment, model base URLs, the checks, the suite,
+/// the review role, the sandbox profile) and the instruction files every
+/// later session is given as its standing orders. Only a person changes
+/// them (`longrun amend`).
+pub const ALWAYS_PROTECTED: &[&str] = &[FILE_NAME, "AGENTS.md", "CLAUDE.md"];
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -369,6 +377,27 @@ impl Default for RunSection {
     }
 }
 
+impl RunSection {
+    /// A `protected` list must cover longrun.toml: with it left out, an
+    /// accepted session could rewrite what runs outside every later one
+    /// (the notify command and the variables it is given, base URLs,
+    /// checks). It is protected all the same; the list is refused so that
+    /// no one reads it as saying otherwise.
+    fn refuse_unprotected_settings(&self, origin: &Path) -> anyhow::Result<()> {
+        let covers =
+            crate::rules::PathSet::new(&self.protected).is_ok_and(|s| s.matches(FILE_NAME));
+        if covers {
+            return Ok(());
+        }
+        Err(bad_input(format!(
+            "{}: [run] protected leaves out {FILE_NAME}, which decides what runs outside \
+             every session (notify, base URLs, checks, suite, review) and is always \
+             protected; add \"{FILE_NAME}\" to [run] protected and commit it",
+            origin.display()
+        )))
+    }
+}
+
 /// `[tools]`: how the session's tools behave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -474,6 +503,7 @@ impl Config {
                 ))
             })?;
         }
+        config.run.refuse_unprotected_settings(origin)?;
         Ok(config)
     }
 
@@ -531,6 +561,27 @@ fn toml_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protected_list_that_leaves_out_longrun_toml_is_refused_naming_the_fix() {
+        let path = Path::new("/p/longrun.toml");
+        let err = Config::parse("[run]\nprotected = [\"SPEC.md\"]\n", path).unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("/p/longrun.toml: [run] protected leaves out longrun.toml")
+                && err.contains("add \"longrun.toml\" to [run] protected"),
+            "{err}"
+        );
+        for covered in [
+            "[\"longrun.toml\"]",
+            "[\"*.toml\"]",
+            "[\"LONGRUN.TOML\", \"x\"]",
+        ] {
+            let text = format!("[run]\nprotected = {covered}\n");
+            assert!(Config::parse(&text, path).is_ok(), "{covered}");
+        }
+        assert!(Config::parse("", path).is_ok());
+    }
 
     #[test]
     fn a_retry_temperature_out_of_range_names_the_field_and_the_range() {

@@ -9,5 +9,6 @@ mod checks;
 mod output;
 mod overlay;
 mod reading;
+mod settings;
 mod stall;
 mod workspace;

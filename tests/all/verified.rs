@@ -7,16 +7,16 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-const SPEC: &str = "# calc\n`calc.py` with `mul(a, b)` and `add(a, b)`.\n";
+pub const SPEC: &str = "# calc\n`calc.py` with `mul(a, b)` and `add(a, b)`.\n";
 
 /// `python3 -m unittest discover` of one test file, as the checks run them.
-fn check(name: &str) -> String {
+pub fn check(name: &str) -> String {
     format!("python3 -m unittest discover -s tests -p {name}")
 }
 
 /// An acceptance test that puts the project root last on the path itself
 /// (the checks run with PYTHONSAFEPATH=1), then asserts `assertion`.
-fn test_file(assertion: &str) -> String {
+pub fn test_file(assertion: &str) -> String {
     format!(
         "import os\nimport sys\nimport unittest\n\n\
          sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"..\"))\n\
@@ -25,18 +25,19 @@ fn test_file(assertion: &str) -> String {
     )
 }
 
-fn mul_test() -> String {
+pub fn mul_test() -> String {
     test_file("self.assertEqual(calc.mul(6, 7), 42)\n        self.assertEqual(calc.mul(-2, 3), -6)")
 }
 
-fn add_test() -> String {
+pub fn add_test() -> String {
     test_file("self.assertEqual(calc.add(2, 3), 5)")
 }
 
-const SKELETON: &str = "def mul(a, b):\n    raise NotImplementedError\n\n\ndef add(a, b):\n    raise NotImplementedError\n";
-const MUL_DONE: &str =
+pub const SKELETON: &str = "def mul(a, b):\n    raise NotImplementedError\n\n\ndef add(a, b):\n    raise NotImplementedError\n";
+pub const MUL_DONE: &str =
     "def mul(a, b):\n    return a * b\n\n\ndef add(a, b):\n    raise NotImplementedError\n";
-const BOTH_DONE: &str = "def mul(a, b):\n    return a * b\n\n\ndef add(a, b):\n    return a + b\n";
+pub const BOTH_DONE: &str =
+    "def mul(a, b):\n    return a * b\n\n\ndef add(a, b):\n    return a + b\n";
 
 pub fn list(mul: bool, add: bool) -> String {
     features(&[

@@ -148,6 +148,49 @@ impl Project {
         }
     }
 
+    /// `[run] protected` and what is protected whatever it says:
+    /// [`config::ALWAYS_PROTECTED`], and each file on main that the notify
+    /// command, a global check or the suite names (they run outside a
+    /// session, or decide every verdict).
+    pub fn protected(&self) -> Vec<String> {
+        let mut all = self.config.run.protected.clone();
+        let named = self.files_settings_name().unwrap_or_default();
+        let always = config::ALWAYS_PROTECTED.iter().map(|p| p.to_string());
+        for path in always.chain(named) {
+            let pattern = globset::escape(&path);
+            if !all.contains(&pattern) {
+                all.push(pattern);
+            }
+        }
+        all
+    }
+
+    /// The files of main's tree that longrun.toml's commands name.
+    fn files_settings_name(&self) -> anyhow::Result<Vec<String>> {
+        let Some(head) = repo::main_head(&self.repo)? else {
+            return Ok(Vec::new());
+        };
+        let tree = self.repo.find_commit(head)?.tree()?;
+        let c = &self.config;
+        let commands = c
+            .notify
+            .command
+            .iter()
+            .chain(&c.checks.commands)
+            .chain(&c.checks.suite);
+        let mut files: Vec<String> = commands
+            .flat_map(|command| crate::rules::named_paths(command))
+            .filter(|p| !p.starts_with('/') && !p.split('/').any(|c| c == ".." || c == ".git"))
+            .filter(|p| {
+                tree.get_path(Path::new(p))
+                    .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Blob))
+            })
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
     pub fn longrun_dir(&self) -> PathBuf {
         crate::trusted::record::state::longrun_dir(&self.dir)
     }

@@ -552,8 +552,9 @@ fn edited_paths(project: &Project) -> anyhow::Result<(Vec<String>, Vec<String>)>
 
 /// The patterns of `[run] protected` and `[run] frozen` in longrun.toml.
 fn fixed_patterns(project: &Project) -> Vec<String> {
-    let run = &project.config.run;
-    run.protected.iter().chain(&run.frozen).cloned().collect()
+    let mut patterns = project.protected();
+    patterns.extend(project.config.run.frozen.iter().cloned());
+    patterns
 }
 
 /// Whether `path` is part of the contract: features.json, SPEC.md, or a

@@ -790,7 +790,7 @@ fn worker_config(
         harness,
         checks: project.config.checks.commands.clone(),
         check_timeout_secs: project.config.checks.timeout_secs,
-        protected: project.config.run.protected.clone(),
+        protected: project.protected(),
         frozen: project.config.run.frozen.clone(),
         user_skills: crate::skill_files::load_user_skills(),
         passing,

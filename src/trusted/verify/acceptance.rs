@@ -23,7 +23,7 @@ use crate::trusted::{record::repo, Project};
 
 /// `[run] protected` and `[run] frozen` of the project, ready to match.
 pub fn path_rules(project: &Project) -> anyhow::Result<PathRules> {
-    PathRules::new(&project.config.run.protected, &project.config.run.frozen)
+    PathRules::new(&project.protected(), &project.config.run.frozen)
         .map_err(|e| anyhow::anyhow!("{}: [run]: {e}", config::FILE_NAME))
 }
 
@@ -47,7 +47,7 @@ fn fixed_files(project: &Project, oid: Oid, rules: &PathRules) -> anyhow::Result
     let repo = &project.repo;
     let tree = repo.find_commit(oid)?.tree()?;
     let run = &project.config.run;
-    let key = (run.protected.clone(), run.frozen.clone());
+    let key = (project.protected(), run.frozen.clone());
     let mut cache = FIXED.lock().unwrap_or_else(|e| e.into_inner());
     let files = match cache.take() {
         Some(c) if c.tree == tree.id() && c.rules == key => c.files,
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn frozen_paths_join_the_run_section_and_comments_stay() {
-        let text = "# settings\n[run]\n# Paths a worker may not change.\nprotected = [\"SPEC.md\"]\nfrozen = []\n\n[tools]\noutput_cap = 10\n";
+        let text = "# settings\n[run]\n# Paths a worker may not change.\nprotected = [\"SPEC.md\", \"longrun.toml\"]\nfrozen = []\n\n[tools]\noutput_cap = 10\n";
         let (out, all) = with_frozen(text, &["tests".into(), "checks/a.sh".into()]).unwrap();
         assert_eq!(all, ["tests", "checks/a.sh"]);
         assert!(out.contains("# Paths a worker may not change."), "{out}");
