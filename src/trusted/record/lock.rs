@@ -105,34 +105,25 @@ fn read_holder(file: &mut File) -> Option<Holder> {
     serde_json::from_str(&text).ok()
 }
 
-/// Seconds since the epoch as a UTC timestamp, without a date crate.
+/// Now as a UTC timestamp, to the second.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    rfc3339(secs)
+    rfc3339(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+    )
 }
 
-/// A UTC timestamp for `secs` since the epoch (civil-from-days, Howard Hinnant's algorithm).
+/// The last second humantime writes (9999-12-31T23:59:59Z).
+const LAST_SECOND: u64 = 253_402_300_799;
+
+/// A UTC timestamp for `secs` since the epoch, to the second; times outside
+/// the years 1970 to 9999 (a commit's date is what its author wrote) read
+/// as the nearest end.
 pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let secs = u64::try_from(secs).unwrap_or(0).min(LAST_SECOND);
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 #[cfg(test)]
@@ -144,6 +135,8 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_796_083_200 + 3_661), "2026-12-01T01:01:01Z");
+        assert_eq!(rfc3339(-5), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(i64::MAX), "9999-12-31T23:59:59Z");
     }
 
     #[test]
