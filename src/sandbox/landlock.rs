@@ -144,14 +144,17 @@ pub fn restrict(spec: &SandboxSpec, left_out: &[PathBuf]) -> anyhow::Result<Land
 }
 
 /// Makes longrun enforce only what a kernel with that Landlock ABI could, to
-/// try a profile (and its `landlock` mode) as an older kernel would run it.
+/// test a profile (and its `landlock` mode) as an older kernel would run it.
+/// It weakens the sandbox, so only a build with the `test-hooks` feature
+/// (the tests') reads it.
 pub const ABI_CAP_ENV: &str = "LONGRUN_LANDLOCK_ABI";
 
-/// The kernel's ABI, lowered by [`ABI_CAP_ENV`] when that is set.
+/// The kernel's ABI, lowered by [`ABI_CAP_ENV`] when that is set in a test build.
 pub fn usable_abi() -> i32 {
     let kernel = kernel_abi();
     let cap = std::env::var(ABI_CAP_ENV)
         .ok()
+        .filter(|_| cfg!(feature = "test-hooks"))
         .and_then(|v| v.trim().parse::<i32>().ok());
     cap.map_or(kernel, |c| c.min(kernel)).max(0)
 }
