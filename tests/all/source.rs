@@ -643,7 +643,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "src/confined/export.rs fn stage_changed",
     "src/confined/worker.rs fn run_agent",
     "src/sandbox/mounts.rs fn restrict",
-    "src/trusted/record/reporter.rs fn event",
     "src/trusted/run/continue_run.rs fn run_sessions",
     "src/trusted/run/init.rs fn init",
     "src/trusted/run/status.rs fn status",

@@ -268,20 +268,7 @@ impl Reporter {
             SessionEvent::CheckResult { name, passed, .. } => {
                 // Every round of the harness's checks starts with the session rules.
                 if name == crate::protocol::SESSION_RULES {
-                    let round = {
-                        let mut t = self.tally();
-                        t.sessions_in_flight.get_mut(&number).map(|s| {
-                            s.round += 1;
-                            s.round
-                        })
-                    };
-                    if let Some(round) = round {
-                        let of = match self.check_rounds {
-                            0 => String::new(),
-                            n => format!("/{n}"),
-                        };
-                        self.phase(number, &format!("checking round {round}{of}"));
-                    }
+                    self.next_check_round(number);
                 }
                 RunEvent::CheckResult {
                     session: number,
@@ -312,22 +299,49 @@ impl Reporter {
             // Said once per run (the trailers record it for every session),
             // and again only if another session's sandbox lacks something else.
             SessionEvent::Sandbox { enforcement } => {
-                let mut t = self.tally();
-                if enforcement.warnings.is_empty() || t.not_enforced == enforcement.warnings {
+                let Some(notice) = self.not_enforced(number, &enforcement.warnings) else {
                     return;
-                }
-                t.not_enforced = enforcement.warnings.clone();
-                RunEvent::Notice {
-                    session: number,
-                    text: format!(
-                        "sandbox: on this machine, not enforced (recorded in each session's \
-                         Longrun-Sandbox trailers): {}",
-                        enforcement.warnings.join("; ")
-                    ),
-                }
+                };
+                notice
             }
         };
         self.emit(&run_event);
+    }
+
+    /// A session's harness starts its next round of checks: the phase says which.
+    fn next_check_round(&self, number: u32) {
+        let round = {
+            let mut t = self.tally();
+            t.sessions_in_flight.get_mut(&number).map(|s| {
+                s.round += 1;
+                s.round
+            })
+        };
+        if let Some(round) = round {
+            let of = match self.check_rounds {
+                0 => String::new(),
+                n => format!("/{n}"),
+            };
+            self.phase(number, &format!("checking round {round}{of}"));
+        }
+    }
+
+    /// The notice of what a session's sandbox lacks on this machine, unless
+    /// nothing or the same as last said.
+    fn not_enforced(&self, number: u32, warnings: &[String]) -> Option<RunEvent> {
+        let mut t = self.tally();
+        if warnings.is_empty() || t.not_enforced == warnings {
+            return None;
+        }
+        t.not_enforced = warnings.to_vec();
+        Some(RunEvent::Notice {
+            session: number,
+            text: format!(
+                "sandbox: on this machine, not enforced (recorded in each session's \
+                 Longrun-Sandbox trailers): {}",
+                warnings.join("; ")
+            ),
+        })
     }
 
     /// The run pauses: `reason`, asking again in `retry_in`.
