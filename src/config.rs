@@ -12,7 +12,7 @@ use crate::error::bad_input;
 mod harness;
 mod notify;
 mod review;
-pub use harness::{EditFormat, HarnessSettings, DEFAULT_RETRY_TEMPERATURE};
+pub use harness::{EditFormat, HarnessSettings, InitializerMode, DEFAULT_RETRY_TEMPERATURE};
 pub use notify::NotifySection;
 pub use review::{ReviewMode, ReviewSection};
 

@@ -55,6 +55,20 @@ pub struct HarnessSettings {
     /// wrote). Unset: [`DEFAULT_RETRY_TEMPERATURE`] for a local model
     /// family, else off (the conversation goes on as usual).
     pub retry_temperature: Option<f64>,
+    /// How the initializer works: `open` (the agent loop with tools) or
+    /// `guided` (the harness asks for the plan, then each feature's test,
+    /// and writes the checks itself). Unset: guided for whole-file models
+    /// (they do not drive tools well enough to leave a features.json),
+    /// open for the rest.
+    pub initializer: Option<InitializerMode>,
+}
+
+/// How the initializer session works ([`HarnessSettings::initializer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitializerMode {
+    Open,
+    Guided,
 }
 
 /// The temperature of a local model's later attempts when longrun.toml sets none.
@@ -90,6 +104,7 @@ impl Default for HarnessSettings {
             check_after_edit: true,
             commit_when_passing: None,
             retry_temperature: None,
+            initializer: None,
         }
     }
 }
@@ -97,6 +112,14 @@ impl Default for HarnessSettings {
 impl HarnessSettings {
     pub fn edit_format(&self) -> EditFormat {
         self.edit_format.unwrap_or(EditFormat::Tools)
+    }
+
+    pub fn initializer(&self) -> InitializerMode {
+        match (self.initializer, self.edit_format()) {
+            (Some(mode), _) => mode,
+            (None, EditFormat::WholeFile) => InitializerMode::Guided,
+            (None, EditFormat::Tools) => InitializerMode::Open,
+        }
     }
 
     pub fn commit_when_passing(&self) -> bool {

@@ -15,6 +15,7 @@ mod edit_check;
 mod export;
 mod finish;
 mod index_stat;
+mod initializer;
 mod loops;
 mod prompt;
 mod skills;

@@ -54,6 +54,12 @@ fn run(config_path: &Path) -> anyhow::Result<()> {
         eprintln!("longrun worker: the index keeps no stat data: {e:#}");
     }
     let init_report = run_init_script(&mut link, &ctx)?;
+    let guided = config.role == crate::schema::Role::Initializer
+        && config.harness.initializer() == crate::config::InitializerMode::Guided;
+    if guided {
+        let report = super::initializer::run_guided(&config, &ctx.workspace, &mut link);
+        return link.send(&WorkerMessage::Finished { report });
+    }
     let report = run_agent(&config, &ctx, &init_report, &mut link);
     link.send(&WorkerMessage::Finished { report })
 }
