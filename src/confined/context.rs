@@ -69,6 +69,7 @@ impl Conversation {
             tools: self.tools.clone(),
             temperature: None,
             stop: Vec::new(),
+            max_output_tokens: None,
         }
     }
 

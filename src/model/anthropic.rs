@@ -43,7 +43,7 @@ impl WireFormat for AnthropicFormat {
     ) -> Value {
         let mut body = json!({
             "model": model,
-            "max_tokens": settings.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "max_tokens": request.max_output_tokens(settings.max_output_tokens).unwrap_or(DEFAULT_MAX_TOKENS),
             "messages": turns(&request.messages),
             "stream": stream,
         });

@@ -294,6 +294,7 @@ impl Provider for HttpProvider {
             tools: Vec::new(),
             temperature: None,
             stop: Vec::new(),
+            max_output_tokens: None,
         };
         let stream = self.streaming.load(Ordering::Relaxed);
         match self.try_once(&request, stream).await {

@@ -51,7 +51,7 @@ impl WireFormat for OpenaiFormat {
         if stream {
             body["stream_options"] = json!({"include_usage": true});
         }
-        if let Some(max) = settings.max_output_tokens {
+        if let Some(max) = request.max_output_tokens(settings.max_output_tokens) {
             // OpenAI's own API wants the newer name; compatible servers know the older one.
             let field = if settings.base_url == OPENAI_BASE {
                 "max_completion_tokens"
@@ -506,6 +506,7 @@ mod tests {
             }],
             temperature: None,
             stop: Vec::new(),
+            max_output_tokens: None,
         };
         let body = messages(&request);
         let roles: Vec<&str> = body.iter().map(|m| m["role"].as_str().unwrap()).collect();

@@ -238,6 +238,7 @@ mod tests {
             tools: Vec::new(),
             temperature: None,
             stop: Vec::new(),
+            max_output_tokens: None,
         };
         let openai = OpenaiFormat.body("m", &settings, &request, false);
         let anthropic = AnthropicFormat.body("m", &settings, &request, false);

@@ -63,6 +63,11 @@ pub struct ChatRequest {
     /// orchestrator sends at most [`MAX_STOPS`] of them ([`Self::stops`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// This request's output cap, below the configured one: a guided
+    /// initializer's test request, where a small model otherwise writes
+    /// test after test until the configured cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// The most stop sequences a request carries: OpenAI's chat API takes four.
@@ -72,6 +77,14 @@ pub const MAX_STOPS: usize = 4;
 const MAX_STOP_BYTES: usize = 64;
 
 impl ChatRequest {
+    /// The output cap to send: the smaller of the request's and the configured one.
+    pub fn max_output_tokens(&self, configured: Option<u32>) -> Option<u32> {
+        match (self.max_output_tokens, configured) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The temperature to send: the request's own, kept within `0..=max`
     /// (ignored when it is not a number), else the configured one.
     pub fn temperature(&self, configured: Option<f64>, max: f64) -> Option<f64> {
@@ -144,6 +157,7 @@ mod tests {
             tools: Vec::new(),
             temperature: None,
             stop: Vec::new(),
+            max_output_tokens: None,
         };
         assert_eq!(request.temperature(Some(0.2), 2.0), Some(0.2));
         assert_eq!(request.temperature(None, 2.0), None);

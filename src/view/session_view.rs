@@ -376,6 +376,7 @@ mod tests {
                 tools: Vec::new(),
                 temperature: None,
                 stop: Vec::new(),
+                max_output_tokens: None,
             },
             model: None,
         }

@@ -12,6 +12,7 @@ mod e2e;
 mod errors;
 mod hostile;
 mod imports;
+mod initializer;
 mod kernels;
 mod models;
 mod notify;

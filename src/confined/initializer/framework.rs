@@ -44,9 +44,21 @@ impl Framework {
             return Framework::NodeTest;
         }
         let lower = spec.to_ascii_lowercase();
-        let score = |words: &[&str]| words.iter().map(|w| lower.matches(w).count()).sum::<usize>();
+        let score = |words: &[&str]| {
+            words
+                .iter()
+                .map(|w| lower.matches(w).count())
+                .sum::<usize>()
+        };
         let python = score(&["python", ".py", "unittest", "pytest", "def "]);
-        let node = score(&["javascript", "node", ".js", "npm", "require(", "module.exports"]);
+        let node = score(&[
+            "javascript",
+            "node",
+            ".js",
+            "npm",
+            "require(",
+            "module.exports",
+        ]);
         let rust = score(&["rust", "cargo", ".rs", "fn ", "crate"]);
         if rust > python.max(node) {
             Framework::CargoTest
@@ -135,7 +147,10 @@ impl Framework {
             Framework::Pytest => format!("python3 -m pytest -q -p no:cacheprovider {test_path}"),
             Framework::NodeTest => format!("node --test {test_path}"),
             Framework::CargoTest => {
-                format!("cargo test --offline -q --test {}", file.trim_end_matches(".rs"))
+                format!(
+                    "cargo test --offline -q --test {}",
+                    file.trim_end_matches(".rs")
+                )
             }
         }
     }
@@ -254,8 +269,10 @@ impl Framework {
 /// Source file names a spec mentions, in order, each once.
 fn source_files(spec: &str) -> Vec<String> {
     static FILE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"(?:^|[\s`'(\x22])((?:[A-Za-z0-9_-]+/)*[A-Za-z_][A-Za-z0-9_-]*\.(?:py|js|cjs|rs))\b")
-            .ok()
+        Regex::new(
+            r"(?:^|[\s`'(\x22])((?:[A-Za-z0-9_-]+/)*[A-Za-z_][A-Za-z0-9_-]*\.(?:py|js|cjs|rs))\b",
+        )
+        .ok()
     });
     let Some(re) = FILE.as_ref() else {
         return Vec::new();
@@ -299,10 +316,19 @@ mod tests {
     fn the_spec_and_the_workspace_choose_the_framework() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
-            ("A Python module `stats.py` with mean().", Framework::Unittest),
+            (
+                "A Python module `stats.py` with mean().",
+                Framework::Unittest,
+            ),
             ("A Python module, tested with pytest.", Framework::Pytest),
-            ("A Node.js module `slug.js` (JavaScript, require it).", Framework::NodeTest),
-            ("A Rust crate: `fn parse` in src/lib.rs, cargo test.", Framework::CargoTest),
+            (
+                "A Node.js module `slug.js` (JavaScript, require it).",
+                Framework::NodeTest,
+            ),
+            (
+                "A Rust crate: `fn parse` in src/lib.rs, cargo test.",
+                Framework::CargoTest,
+            ),
             ("A small tool.", Framework::Unittest),
         ];
         for (spec, want) in cases {
@@ -317,9 +343,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spec = "Tests go in `test_stats.py`; the code in `textstats.py`, then `cli.py`.";
         let m = Framework::Unittest.module(spec, dir.path());
-        assert_eq!((m.file.as_str(), m.import.as_str()), ("textstats.py", "textstats"));
+        assert_eq!(
+            (m.file.as_str(), m.import.as_str()),
+            ("textstats.py", "textstats")
+        );
         let js = Framework::NodeTest.module("Write `lib/slug.js`.", dir.path());
-        assert_eq!((js.file.as_str(), js.import.as_str()), ("lib/slug.js", "../lib/slug.js"));
+        assert_eq!(
+            (js.file.as_str(), js.import.as_str()),
+            ("lib/slug.js", "../lib/slug.js")
+        );
         let none = Framework::Unittest.module("no file named", dir.path());
         assert_eq!(none.file, "app.py");
     }

@@ -21,13 +21,20 @@ use serde_json::{json, Map, Value};
 use super::framework::{slug, Framework, Module};
 use super::plan::{self, Planned};
 use super::stub;
-use crate::broker::{OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
+use crate::broker::{
+    OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport,
+};
 use crate::confined::Budget;
 use crate::model::{ChatRequest, Message};
 use crate::protocol::WorkerConfig;
 
 /// Features planned at most; the rest of a longer list is left for `amend`.
 const MAX_FEATURES: usize = 12;
+/// Output caps: a plan of a dozen features, a test file of eight tests.
+/// Uncapped, the 1.5B Qwen coder wrote one test file of 3,686 tokens, each
+/// test a copy of the last with one more space, until the server's cap.
+const PLAN_TOKENS: u32 = 1500;
+const TEST_TOKENS: u32 = 1200;
 /// Bytes of SPEC.md put in a prompt.
 const SPEC_BYTES: usize = 24 * 1024;
 /// Lines of a check's output sent back with an unusable test.
@@ -57,8 +64,13 @@ struct Asker<'a> {
 }
 
 impl Asker<'_> {
-    /// One model call without tools; Err is why there is no answer.
-    fn ask(&mut self, messages: Vec<Message>) -> anyhow::Result<Result<String, String>> {
+    /// One model call without tools, its answer at most `max_output_tokens`
+    /// long; Err is why there is no answer.
+    fn ask(
+        &mut self,
+        messages: Vec<Message>,
+        max_output_tokens: u32,
+    ) -> anyhow::Result<Result<String, String>> {
         if let Some(reason) = self.budget.exhausted() {
             return Ok(Err(reason));
         }
@@ -69,6 +81,7 @@ impl Asker<'_> {
             tools: Vec::new(),
             temperature: None,
             stop: Vec::new(),
+            max_output_tokens: Some(max_output_tokens),
         };
         match self.link.ask(request, false)? {
             OrchestratorMessage::ModelResponse { response, notice } => {
@@ -108,7 +121,11 @@ pub fn run_guided(config: &WorkerConfig, workspace: &Path, link: &mut WorkerLink
     }
 }
 
-fn guide(config: &WorkerConfig, ws: &Path, asker: &mut Asker) -> anyhow::Result<Result<String, String>> {
+fn guide(
+    config: &WorkerConfig,
+    ws: &Path,
+    asker: &mut Asker,
+) -> anyhow::Result<Result<String, String>> {
     let Some(spec) = read_spec(ws) else {
         return Ok(Err("there is no SPEC.md in the project to plan from".into()));
     };
@@ -132,13 +149,26 @@ fn guide(config: &WorkerConfig, ws: &Path, asker: &mut Asker) -> anyhow::Result<
     let prefix = prompt_prefix(&spec, &planned, framework, &module);
     let timeout = Duration::from_secs(config.check_timeout_secs);
     let mut known = names;
-    let outcome = write_tests(asker, ws, &prefix, planned, &mut known, framework, &module, timeout)?;
+    let outcome = write_tests(
+        asker, ws, &prefix, planned, &mut known, framework, &module, timeout,
+    )?;
     if outcome.kept.is_empty() {
         return Ok(Err(format!(
             "no feature got an acceptance test that fails before the work: {}",
             named(&outcome.dropped)
         )));
     }
+    let imported = kept_imports(ws, framework, &module, &outcome.kept);
+    write_stub(
+        ws,
+        framework,
+        &module,
+        if imported.is_empty() {
+            &known
+        } else {
+            &imported
+        },
+    )?;
     write_contract(ws, framework, &module, &outcome)?;
     let message = format!(
         "Plan {} feature(s) with acceptance tests\n\nWritten by the guided initializer ({}).",
@@ -190,11 +220,17 @@ fn write(ws: &Path, path: &str, text: &str) -> anyhow::Result<()> {
 
 /// Ask for the feature list; once more with what was wrong. Functions the
 /// spec names that no feature covers after that get a feature each.
-fn ask_plan(asker: &mut Asker, spec: &str, names: &[String]) -> anyhow::Result<Result<Vec<Planned>, String>> {
-    let mut messages = vec![Message::User { content: plan_request(spec, names) }];
+fn ask_plan(
+    asker: &mut Asker,
+    spec: &str,
+    names: &[String],
+) -> anyhow::Result<Result<Vec<Planned>, String>> {
+    let mut messages = vec![Message::User {
+        content: plan_request(spec, names),
+    }];
     let mut why = String::new();
     for round in 0..2 {
-        let answer = match asker.ask(messages.clone())? {
+        let answer = match asker.ask(messages.clone(), PLAN_TOKENS)? {
             Ok(a) => a,
             Err(e) => return Ok(Err(e)),
         };
@@ -212,20 +248,26 @@ fn ask_plan(asker: &mut Asker, spec: &str, names: &[String]) -> anyhow::Result<R
         if let Err(e) = parsed {
             why = e;
         }
-        messages.push(Message::Assistant { text: answer, tool_calls: Vec::new() });
-        messages.push(Message::User { content: format!("[harness] {why}.") });
+        messages.push(Message::Assistant {
+            text: answer,
+            tool_calls: Vec::new(),
+        });
+        messages.push(Message::User {
+            content: format!("[harness] {why}."),
+        });
     }
     Ok(Err(why))
 }
 
 fn plan_request(spec: &str, names: &[String]) -> String {
-    let named = match names.is_empty() {
-        true => String::new(),
-        false => format!(
+    let named =
+        match names.is_empty() {
+            true => String::new(),
+            false => format!(
             " The spec names these functions: {}; give each its own feature, in the spec's order.",
             names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         ),
-    };
+        };
     format!(
         "SPEC.md:\n```markdown\n{spec}\n```\n\nList the features this spec asks for, in the order to build them \
          (foundations first), each small enough to build and test on its own, at most {MAX_FEATURES}.{named} \
@@ -265,8 +307,27 @@ fn completed(mut list: Vec<Planned>, missing: &[String]) -> Vec<Planned> {
     list
 }
 
+/// The names the kept tests import from the module: what its final stub holds.
+fn kept_imports(ws: &Path, framework: Framework, module: &Module, kept: &[Tested]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for t in kept {
+        let text = std::fs::read_to_string(ws.join(&t.test)).unwrap_or_default();
+        for name in stub::imported_names(&text, framework, module) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 /// The module under test as stubs of `names`, where the harness may write it.
-fn write_stub(ws: &Path, framework: Framework, module: &Module, names: &[String]) -> anyhow::Result<()> {
+fn write_stub(
+    ws: &Path,
+    framework: Framework,
+    module: &Module,
+    names: &[String],
+) -> anyhow::Result<()> {
     let current = std::fs::read_to_string(ws.join(&module.file)).ok();
     if !stub::replaceable(current.as_deref()) {
         return Ok(());
@@ -315,7 +376,11 @@ fn write_tests(
     };
     for (i, p) in planned.into_iter().enumerate() {
         let id = feature_id(i);
-        let own: Vec<String> = names.iter().filter(|n| mentions(&p.description, n)).cloned().collect();
+        let own: Vec<String> = names
+            .iter()
+            .filter(|n| mentions(&p.description, n))
+            .cloned()
+            .collect();
         let word = own.first().cloned().unwrap_or_else(|| slug(&p.description));
         let test = framework.test_path(&id, &word);
         let check = framework.check(&test);
@@ -327,7 +392,11 @@ fn write_tests(
             framework,
             module,
             timeout,
-            names: if own.is_empty() { names.clone() } else { own.clone() },
+            names: if own.is_empty() {
+                names.clone()
+            } else {
+                own.clone()
+            },
         };
         match write_test(asker, ws, prefix, &job, names)? {
             Ok(()) => outcome.kept.push(Tested {
@@ -339,7 +408,9 @@ fn write_tests(
             Err(why) => {
                 let _ = std::fs::remove_file(ws.join(&test));
                 asker.notice(format!("dropped {id} ({}): {why}", p.description))?;
-                outcome.dropped.push((format!("{id} `{}`", p.description), why));
+                outcome
+                    .dropped
+                    .push((format!("{id} `{}`", p.description), why));
             }
         }
     }
@@ -373,16 +444,22 @@ fn write_test(
     }];
     let mut why = String::new();
     for _ in 0..2 {
-        let answer = match asker.ask(messages.clone())? {
+        let answer = match asker.ask(messages.clone(), TEST_TOKENS)? {
             Ok(a) => a,
             Err(e) => return Ok(Err(e)),
         };
         let feedback = match test_block(&answer, job.framework) {
-            None => format!("no ```{} block with the test was found", job.framework.language()),
+            None => format!(
+                "no ```{} block with the test was found",
+                job.framework.language()
+            ),
             Some(body) => {
                 write(ws, job.test, &body)?;
                 let imported = stub::imported_names(&body, job.framework, job.module);
-                let new: Vec<String> = imported.into_iter().filter(|n| !names.contains(n)).collect();
+                let new: Vec<String> = imported
+                    .into_iter()
+                    .filter(|n| !names.contains(n))
+                    .collect();
                 if !new.is_empty() {
                     names.extend(new);
                     write_stub(ws, job.framework, job.module, names)?;
@@ -439,8 +516,10 @@ fn test_block(answer: &str, framework: Framework) -> Option<String> {
     };
     let body = crate::confined::text_calls::fences(answer)
         .into_iter()
-        .filter(|f| f.closed)
-        .map(|f| f.body)
+        .filter_map(|f| match f.closed {
+            true => Some(f.body),
+            false => whole_tests(&f.body, framework),
+        })
         .filter(|b| markers.iter().any(|m| b.contains(m)))
         .max_by_key(String::len)?;
     let mut body = body;
@@ -450,20 +529,52 @@ fn test_block(answer: &str, framework: Framework) -> Option<String> {
     Some(body)
 }
 
+/// A block cut off by the output cap, up to its last whole test: the
+/// tests before the one it was writing when cut are kept.
+fn whole_tests(body: &str, framework: Framework) -> Option<String> {
+    let end = match framework {
+        Framework::Unittest | Framework::Pytest => {
+            let last = body
+                .rfind("\n    def test")
+                .or_else(|| body.rfind("\ndef test"))?;
+            body[..last]
+                .rfind("\n    def test")
+                .or_else(|| body[..last].rfind("\ndef test"))?;
+            last
+        }
+        Framework::NodeTest => body.rfind("\n});\n")? + 5,
+        Framework::CargoTest => body.rfind("\n}\n")? + 3,
+    };
+    Some(body[..end].trim_end().to_string() + "\n")
+}
+
 /// features.json, init.sh, progress.md and .gitignore for what was kept.
-fn write_contract(ws: &Path, framework: Framework, module: &Module, outcome: &Outcome) -> anyhow::Result<()> {
+fn write_contract(
+    ws: &Path,
+    framework: Framework,
+    module: &Module,
+    outcome: &Outcome,
+) -> anyhow::Result<()> {
     let features: Vec<Map<String, Value>> = outcome
         .kept
         .iter()
         .map(|t| feature_json(t, module))
         .collect();
-    write(ws, crate::features::FILE_NAME, &crate::features::render(&features))?;
+    write(
+        ws,
+        crate::features::FILE_NAME,
+        &crate::features::render(&features),
+    )?;
     if !ws.join("init.sh").exists() {
         write(ws, "init.sh", &framework.init_script())?;
     }
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(ws.join("init.sh"), std::fs::Permissions::from_mode(0o755))?;
-    write(ws, crate::progress::FILE_NAME, &progress(framework, module, outcome))?;
+    write(
+        ws,
+        crate::progress::FILE_NAME,
+        &progress(framework, module, outcome),
+    )?;
     let ignore = std::fs::read_to_string(ws.join(".gitignore")).unwrap_or_default();
     let missing: String = framework
         .gitignore()
@@ -500,7 +611,10 @@ fn progress(framework: Framework, module: &Module, outcome: &Outcome) -> String 
         framework.name()
     );
     for t in &outcome.kept {
-        text.push_str(&format!("- {}: {} (`{}`)\n", t.id, t.planned.description, t.test));
+        text.push_str(&format!(
+            "- {}: {} (`{}`)\n",
+            t.id, t.planned.description, t.test
+        ));
     }
     if !outcome.dropped.is_empty() {
         text.push_str(&format!(
@@ -522,6 +636,21 @@ mod tests {
         let body = test_block(answer, Framework::Unittest).unwrap();
         assert!(body.starts_with("import unittest"), "{body}");
         assert_eq!(test_block("no code here", Framework::Unittest), None);
-        assert_eq!(test_block("```python\nx = 1\n```", Framework::Unittest), None);
+        assert_eq!(
+            test_block("```python\nx = 1\n```", Framework::Unittest),
+            None
+        );
+        let cut = "```python\nimport unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(1, 1)\n\n    def test_b(self):\n        self.assertEq";
+        let kept = test_block(cut, Framework::Unittest).unwrap();
+        assert!(
+            kept.ends_with("self.assertEqual(1, 1)\n") && !kept.contains("test_b"),
+            "{kept}"
+        );
+        let one = "```python\nimport unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.as";
+        assert_eq!(
+            test_block(one, Framework::Unittest),
+            None,
+            "no whole test in it"
+        );
     }
 }

@@ -29,7 +29,10 @@ pub(super) fn judge(ws: &Path, job: &TestJob) -> Result<(), String> {
         ));
     }
     if job.framework.ran_no_tests(&run.output) {
-        return Err(with_output("no test ran: write test functions the runner finds", &run));
+        return Err(with_output(
+            "no test ran: write test functions the runner finds",
+            &run,
+        ));
     }
     if let Some(missing) = foreign_module(&run.output, job.framework, &job.module.import) {
         return Err(with_output(
@@ -60,7 +63,11 @@ fn foreign_module(output: &str, framework: Framework, own: &str) -> Option<Strin
         Framework::NodeTest => NODE.as_ref()?,
         Framework::CargoTest => return None,
     };
-    let own_root = own.trim_start_matches("../").split(['.', '/']).next().unwrap_or(own);
+    let own_root = own
+        .trim_start_matches("../")
+        .split(['.', '/'])
+        .next()
+        .unwrap_or(own);
     re.captures_iter(output)
         .map(|c| c[1].to_string())
         .find(|m| {
@@ -79,10 +86,16 @@ mod tests {
         let py = "ModuleNotFoundError: No module named 'textstats'";
         assert_eq!(foreign_module(py, Framework::Unittest, "textstats"), None);
         let numpy = "ModuleNotFoundError: No module named 'numpy'";
-        assert_eq!(foreign_module(numpy, Framework::Unittest, "textstats"), Some("numpy".into()));
+        assert_eq!(
+            foreign_module(numpy, Framework::Unittest, "textstats"),
+            Some("numpy".into())
+        );
         let js = "Error: Cannot find module '../slug.js'";
         assert_eq!(foreign_module(js, Framework::NodeTest, "../slug.js"), None);
         let lodash = "Error: Cannot find module 'lodash'";
-        assert_eq!(foreign_module(lodash, Framework::NodeTest, "../slug.js"), Some("lodash".into()));
+        assert_eq!(
+            foreign_module(lodash, Framework::NodeTest, "../slug.js"),
+            Some("lodash".into())
+        );
     }
 }

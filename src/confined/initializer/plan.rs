@@ -64,7 +64,12 @@ fn from_value(value: &Value) -> Vec<Planned> {
 }
 
 fn planned_from(item: &Value) -> Option<Planned> {
-    let text = |v: &Value| v.as_str().map(str::trim).filter(|s| !s.is_empty()).map(String::from);
+    let text = |v: &Value| {
+        v.as_str()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    };
     let description = match item {
         Value::String(s) => text(&Value::String(s.clone())),
         Value::Object(map) => ["description", "feature", "name", "title", "summary"]
@@ -103,10 +108,17 @@ fn loose_objects(answer: &str) -> Vec<Planned> {
 /// `"a", "b"` as the strings, quotes inside them kept.
 fn loose_strings(text: &str) -> Vec<String> {
     let text = text.trim();
-    let inner = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    let inner = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
     static SEP: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r#""\s*,\s*""#).ok());
     match SEP.as_ref() {
-        Some(re) => re.split(inner).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        Some(re) => re
+            .split(inner)
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
         None => vec![inner.to_string()],
     }
 }
@@ -165,8 +177,15 @@ mod tests {
         let bare = "Sure. [{\"description\": \"parse\"}] Done.";
         assert_eq!(parse(bare).unwrap()[0].description, "parse");
         let lines = "Features:\n1. Parse the input\n2) Print the total\nF003: Sort by name\n";
-        let got: Vec<String> = parse(lines).unwrap().into_iter().map(|p| p.description).collect();
-        assert_eq!(got, vec!["Parse the input", "Print the total", "Sort by name"]);
+        let got: Vec<String> = parse(lines)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.description)
+            .collect();
+        assert_eq!(
+            got,
+            vec!["Parse the input", "Print the total", "Sort by name"]
+        );
     }
 
     #[test]
@@ -174,7 +193,12 @@ mod tests {
         let answer = "```json\n[\n  {\n    \"description\": \"`word_count(text)`: `word_count(\"\")` is 0, `word_count(\"a  b\nc\")` is 3.\",\n    \"steps\": [\"Check it returns 0 for an empty string\", \"Check 'a  b\nc'\"]\n  },\n  {\n    \"description\": \"`longest_word(text)`: raises `ValueError`.\",\n    \"steps\": [\"Check it raises\"]\n  }\n]\n```";
         let got = parse(answer).unwrap();
         assert_eq!(got.len(), 2, "{got:?}");
-        assert!(got[0].description.starts_with("`word_count(text)`: `word_count(\"\")` is 0"), "{got:?}");
+        assert!(
+            got[0]
+                .description
+                .starts_with("`word_count(text)`: `word_count(\"\")` is 0"),
+            "{got:?}"
+        );
         assert_eq!(got[0].steps.len(), 2, "{got:?}");
         assert_eq!(got[1].steps, vec!["Check it raises"]);
     }

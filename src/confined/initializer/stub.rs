@@ -15,8 +15,9 @@ const MARK: &str = "stubs written by the harness";
 
 /// Function names a spec gives in code spans: `` `word_count(text)` ``.
 pub fn spec_names(spec: &str) -> Vec<String> {
-    static CALL: LazyLock<Option<Regex>> =
-        LazyLock::new(|| Regex::new(r"`(?:[A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)\(").ok());
+    static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r"`(?:[A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)\(").ok()
+    });
     collect(CALL.as_ref(), spec)
 }
 
@@ -24,11 +25,17 @@ pub fn spec_names(spec: &str) -> Vec<String> {
 pub fn imported_names(test: &str, framework: Framework, module: &Module) -> Vec<String> {
     let pattern = match framework {
         Framework::Unittest | Framework::Pytest => {
-            format!(r"from\s+{}\s+import\s+\(?([A-Za-z0-9_,\s]+)\)?", regex::escape(&module.import))
+            format!(
+                r"from\s+{}\s+import\s+\(?([A-Za-z0-9_,\s]+)\)?",
+                regex::escape(&module.import)
+            )
         }
         Framework::NodeTest => {
             let file = module.import.trim_end_matches(".js");
-            format!(r"\{{([A-Za-z0-9_,\s]+)\}}\s*=\s*require\(\s*['\x22]{}(?:\.js)?['\x22]", regex::escape(file))
+            format!(
+                r"\{{([A-Za-z0-9_,\s]+)\}}\s*=\s*require\(\s*['\x22]{}(?:\.js)?['\x22]",
+                regex::escape(file)
+            )
         }
         Framework::CargoTest => return Vec::new(),
     };
@@ -37,7 +44,10 @@ pub fn imported_names(test: &str, framework: Framework, module: &Module) -> Vec<
     };
     let mut names = Vec::new();
     for c in re.captures_iter(test) {
-        for name in c[1].split(',').map(|n| n.split_whitespace().next().unwrap_or("")) {
+        for name in c[1]
+            .split(',')
+            .map(|n| n.split_whitespace().next().unwrap_or(""))
+        {
             if is_name(name) && !names.iter().any(|n| n == name) {
                 names.push(name.to_string());
             }
@@ -58,10 +68,29 @@ fn collect(re: Option<&Regex>, text: &str) -> Vec<String> {
 }
 
 /// Calls a spec writes in code spans that are not the project's functions.
-const KEYWORDS: &[&str] = &["print", "len", "int", "str", "float", "list", "dict", "set", "tuple", "range", "sorted", "require", "assert", "console", "Error", "ValueError", "TypeError"];
+const KEYWORDS: &[&str] = &[
+    "print",
+    "len",
+    "int",
+    "str",
+    "float",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "range",
+    "sorted",
+    "require",
+    "assert",
+    "console",
+    "Error",
+    "ValueError",
+    "TypeError",
+];
 
 fn is_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
@@ -81,7 +110,8 @@ pub fn render(framework: Framework, names: &[String]) -> Option<String> {
 }
 
 fn python(names: &[String]) -> String {
-    let mut text = format!("\"\"\"See SPEC.md. These are {MARK}: replace each with the real code.\"\"\"\n");
+    let mut text =
+        format!("\"\"\"See SPEC.md. These are {MARK}: replace each with the real code.\"\"\"\n");
     for name in names {
         let capital = name.starts_with(|c: char| c.is_ascii_uppercase());
         text.push_str(&match capital {
@@ -93,7 +123,9 @@ fn python(names: &[String]) -> String {
 }
 
 fn javascript(names: &[String]) -> String {
-    let mut text = format!("'use strict';\n// See SPEC.md. These are {MARK}: replace each with the real code.\n");
+    let mut text = format!(
+        "'use strict';\n// See SPEC.md. These are {MARK}: replace each with the real code.\n"
+    );
     for name in names {
         text.push_str(&format!(
             "\nfunction {name}() {{\n  throw new Error('not implemented: {name}');\n}}\n"
@@ -111,12 +143,25 @@ mod tests {
     fn the_spec_and_the_tests_name_the_functions() {
         let spec = "- `word_count(text)`: ... `len(x)` ... `stats.mean(xs)` and `word_count(\"\")`";
         assert_eq!(spec_names(spec), vec!["word_count", "mean"]);
-        let m = Module { file: "textstats.py".into(), import: "textstats".into() };
-        let test = "from textstats import (word_count,\n    char_freq)\nfrom textstats import Top as T\n";
-        assert_eq!(imported_names(test, Framework::Unittest, &m), vec!["word_count", "char_freq", "Top"]);
-        let js = Module { file: "slug.js".into(), import: "../slug.js".into() };
+        let m = Module {
+            file: "textstats.py".into(),
+            import: "textstats".into(),
+        };
+        let test =
+            "from textstats import (word_count,\n    char_freq)\nfrom textstats import Top as T\n";
+        assert_eq!(
+            imported_names(test, Framework::Unittest, &m),
+            vec!["word_count", "char_freq", "Top"]
+        );
+        let js = Module {
+            file: "slug.js".into(),
+            import: "../slug.js".into(),
+        };
         let t = "const { slugify, unslug } = require('../slug');";
-        assert_eq!(imported_names(t, Framework::NodeTest, &js), vec!["slugify", "unslug"]);
+        assert_eq!(
+            imported_names(t, Framework::NodeTest, &js),
+            vec!["slugify", "unslug"]
+        );
     }
 
     #[test]
@@ -133,7 +178,9 @@ mod tests {
         };
         let out = run("from m import add, Stack\nadd(1)");
         assert!(String::from_utf8_lossy(&out.stderr).contains("NotImplementedError: add"));
-        assert!(replaceable(Some(&text)) && replaceable(None) && !replaceable(Some("def add(): pass")));
+        assert!(
+            replaceable(Some(&text)) && replaceable(None) && !replaceable(Some("def add(): pass"))
+        );
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub async fn review(
         tools: Vec::new(),
         temperature: None,
         stop: Vec::new(),
+        max_output_tokens: None,
     };
     let model = reviewer.describe();
     // The reviewer's own conversation: its first and only request.
