@@ -1660,13 +1660,13 @@ fn a_model_family_fills_in_the_harness_settings_left_unset() {
     let env = project(
         json!([done(answer), done("stop")]),
         CHECK,
-        &[("[model]\n", "[model]\nfamily = \"smollm\"\n")],
+        &[("[model]\n", "[model]\nfamily = \"qwen2.5-coder\"\n")],
     );
     let worker: Value = serde_json::from_str(
         &std::fs::read_to_string(env.project().join(".longrun/sessions/0002/worker.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(worker["harness"]["context_window"], 8192);
+    assert_eq!(worker["harness"]["context_window"], 32768);
     assert_eq!(worker["harness"]["edit_format"], "whole-file");
     assert_eq!(worker["harness"]["text_calls"], true);
     let requests = env.requests(2);

@@ -149,9 +149,12 @@ fn guide(
     let prefix = prompt_prefix(&spec, &planned, framework, &module);
     let timeout = Duration::from_secs(config.check_timeout_secs);
     let mut known = names;
-    let outcome = write_tests(
-        asker, ws, &prefix, planned, &mut known, framework, &module, timeout,
-    )?;
+    let target = Target {
+        framework,
+        module: &module,
+        timeout,
+    };
+    let outcome = write_tests(asker, ws, &prefix, planned, &mut known, &target)?;
     if outcome.kept.is_empty() {
         return Ok(Err(format!(
             "no feature got an acceptance test that fails before the work: {}",
@@ -175,7 +178,7 @@ fn guide(
         outcome.kept.len(),
         framework.name()
     );
-    super::super::edit_check::commit_all(ws, &message)?;
+    super::super::commit::commit_all(ws, &message)?;
     Ok(Ok(summary(&outcome)))
 }
 
@@ -366,10 +369,13 @@ fn write_tests(
     prefix: &str,
     planned: Vec<Planned>,
     names: &mut Vec<String>,
-    framework: Framework,
-    module: &Module,
-    timeout: Duration,
+    target: &Target,
 ) -> anyhow::Result<Outcome> {
+    let Target {
+        framework,
+        module,
+        timeout,
+    } = *target;
     let mut outcome = Outcome {
         kept: Vec::new(),
         dropped: Vec::new(),
@@ -415,6 +421,15 @@ fn write_tests(
         }
     }
     Ok(outcome)
+}
+
+/// What every feature's test is written for: the framework, the module
+/// under test, how long a check may run.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    framework: Framework,
+    module: &'a Module,
+    timeout: Duration,
 }
 
 /// One feature's test to write and judge.
