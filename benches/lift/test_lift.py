@@ -557,16 +557,18 @@ class TestBestOf(unittest.TestCase):
         self.assertTrue(all(r["temperature"] == lift.BESTOF["temperature"] for r in server.requests))
         self.assertEqual(server.requests[0]["messages"][0]["content"], lift.bare_prompt(task, task["dir"]))
 
-    def test_the_budget_ends_the_sampling_and_the_best_sample_is_kept(self):
+    def test_the_best_sample_is_kept_and_a_sample_passing_everything_ends_the_sampling(self):
+        # Not timed: the budget is far beyond what the samples take, so the
+        # outcome does not depend on the machine's load.
         (task,) = lift.load_tasks(["wordfreq"])
         partial = "import re\ndef top_words(text, n):\n    return [] if n <= 0 or not text else [('a', 3)]\n"
+        whole = (SOLUTIONS / task["id"] / task["file"]).read_text()
         answers = [{"role": "assistant", "content": f"```python\n{c}```"}
-                   for c in ("x = 1\n", partial, "x = 2\n")] * 10
-        with FakeServer(answers, delay=0.2) as server, tempfile.TemporaryDirectory() as d:
-            passing, n = lift.run_bestof(task, server.client(), d, 0.5, 1)
-            self.assertEqual((Path(d) / "wordfreq.py").read_text(), partial)
-        self.assertEqual(passing, 2)
-        self.assertTrue(2 <= n <= 4, n)
+                   for c in ("x = 1\n", partial, "x = 2\n", whole, "x = 3\n")]
+        with FakeServer(answers) as server, tempfile.TemporaryDirectory() as d:
+            passing, n = lift.run_bestof(task, server.client(), d, 600, 1)
+            self.assertEqual((Path(d) / "wordfreq.py").read_text(), whole)
+        self.assertEqual((passing, n), (task["total"], 4))
 
     def test_a_zero_budget_still_takes_one_sample(self):
         (task,) = lift.load_tasks(["roman"])

@@ -1783,7 +1783,13 @@ fn through_the_openai_wire_a_local_models_text_calls_come_back_as_tool_calls_and
     script.extend(stream_turns(Wire::Openai, &worker, 10));
     let server = MockServer::start(Wire::Openai, script);
     // The family is recognised in the name: whole-file edits, its output cap and temperature.
-    crate::providers::prepare(&env, &server, "openai:qwen2.5-coder-1.5b-instruct", "");
+    // The initializer here is the scripted open one (the guided one has its own tests).
+    crate::providers::prepare(
+        &env,
+        &server,
+        "openai:qwen2.5-coder-1.5b-instruct",
+        "\n[harness]\ninitializer = \"open\"",
+    );
     let out = crate::providers::init(&env);
     assert!(out.status.success(), "{}", text(&out));
     let out = env.run(&["continue", "--dir", &env.dir_arg(), "--sessions", "1"]);

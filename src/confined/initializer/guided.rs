@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::framework::{slug, Framework, Module};
+use super::judge::{judge, TestJob};
 use super::plan::{self, Planned};
 use super::stub;
 use crate::broker::{
@@ -37,8 +38,6 @@ const PLAN_TOKENS: u32 = 1500;
 const TEST_TOKENS: u32 = 1200;
 /// Bytes of SPEC.md put in a prompt.
 const SPEC_BYTES: usize = 24 * 1024;
-/// Lines of a check's output sent back with an unusable test.
-pub(super) const TAIL_LINES: usize = 25;
 
 const SYSTEM: &str = "You plan and test software projects. You answer exactly in the form asked, \
 with no extra commentary.";
@@ -432,19 +431,6 @@ struct Target<'a> {
     timeout: Duration,
 }
 
-/// One feature's test to write and judge.
-pub(super) struct TestJob<'a> {
-    pub(super) id: &'a str,
-    pub(super) planned: &'a Planned,
-    pub(super) test: &'a str,
-    pub(super) check: &'a str,
-    pub(super) framework: Framework,
-    pub(super) module: &'a Module,
-    pub(super) timeout: Duration,
-    /// The functions this feature is about, for the test's skeleton.
-    pub(super) names: Vec<String>,
-}
-
 /// Ask for one feature's test, write it and judge it; send an unusable
 /// one back once. Err: why the feature has no usable test.
 fn write_test(
@@ -479,7 +465,7 @@ fn write_test(
                     names.extend(new);
                     write_stub(ws, job.framework, job.module, names)?;
                 }
-                match super::judge::judge(ws, job) {
+                match judge(ws, job) {
                     Ok(()) => return Ok(Ok(())),
                     Err(e) => e,
                 }

@@ -6,12 +6,30 @@
 
 use std::path::Path;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use regex::Regex;
 
 use super::framework::Framework;
-use super::guided::TestJob;
+use super::framework::Module;
+use super::plan::Planned;
 use crate::confined::checks::{run_command, CheckOutcome};
+
+/// Lines of a check's output sent back with an unusable test.
+const TAIL_LINES: usize = 25;
+
+/// One feature's test to write and judge.
+pub struct TestJob<'a> {
+    pub id: &'a str,
+    pub planned: &'a Planned,
+    pub test: &'a str,
+    pub check: &'a str,
+    pub framework: Framework,
+    pub module: &'a Module,
+    pub timeout: Duration,
+    /// The functions this feature is about, for the test's skeleton.
+    pub names: Vec<String>,
+}
 
 /// Ok when the test is usable; Err says why not, then the output's tail.
 pub(super) fn judge(ws: &Path, job: &TestJob) -> Result<(), String> {
@@ -47,7 +65,7 @@ fn with_output(why: &str, run: &CheckOutcome) -> String {
     format!(
         "{why}.\n`{}` said:\n```\n{}\n```",
         run.command.as_deref().unwrap_or(""),
-        crate::progress::tail(&run.output, super::guided::TAIL_LINES)
+        crate::progress::tail(&run.output, TAIL_LINES)
     )
 }
 
