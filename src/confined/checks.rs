@@ -316,7 +316,7 @@ const CHECK_ENV: &str = "unset BASH_ENV ENV PYTHONPATH PYTHONSTARTUP PYTHONHOME 
      LD_PRELOAD LD_LIBRARY_PATH; export PYTHONSAFEPATH=1 PYTHONNOUSERSITE=1 \
      PYTHONDONTWRITEBYTECODE=1; ";
 
-pub(in crate::confined) fn run_command(
+pub(super) fn run_command(
     workspace: &Path,
     name: &str,
     command: &str,
