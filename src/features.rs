@@ -36,6 +36,13 @@ pub struct Feature {
     raw: Box<RawValue>,
 }
 
+impl Feature {
+    /// The feature's object as written in features.json.
+    pub fn raw_text(&self) -> &str {
+        self.raw.get()
+    }
+}
+
 impl PartialEq for Feature {
     fn eq(&self, other: &Feature) -> bool {
         (&self.id, &self.description, &self.check, self.passes)

@@ -13,6 +13,7 @@ pub mod trusted;
 
 pub mod broker;
 pub mod cli;
+pub mod closure;
 pub mod config;
 pub mod error;
 pub mod features;

@@ -6,6 +6,7 @@
 mod broker;
 mod checkout;
 mod checks;
+mod closure;
 mod output;
 mod overlay;
 mod reading;

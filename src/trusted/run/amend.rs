@@ -29,6 +29,8 @@ pub fn list(dir: &Path, as_json: bool) -> anyhow::Result<String> {
     let history = project.history()?;
     let max = project.config.run.max_attempts;
     let stuck = |f: &Feature| !f.passes && history.is_stuck(&f.id, max);
+    let closures = crate::trusted::verify::acceptance::closures_on_main(&project);
+    let closure = |id: &str| closures.get(id).cloned().unwrap_or_default();
     if as_json {
         let rows: Vec<Value> = list
             .features
@@ -39,6 +41,7 @@ pub fn list(dir: &Path, as_json: bool) -> anyhow::Result<String> {
                     "id": f.id, "description": f.description, "check": f.check,
                     "passes": f.passes, "attempts": s.attempts,
                     "failed_attempts": s.failed_attempts, "stuck": stuck(f),
+                    "frozen_closure": closure(&f.id),
                 })
             })
             .collect();
@@ -63,7 +66,28 @@ pub fn list(dir: &Path, as_json: bool) -> anyhow::Result<String> {
         ]);
     }
     let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
-    Ok(crate::view::text::render_table(&rows))
+    let mut out = crate::view::text::render_table(&rows);
+    out.push_str(&frozen_closures(&closures));
+    Ok(out)
+}
+
+/// What each check's closure holds frozen, one line per check, for `features`.
+fn frozen_closures(closures: &std::collections::BTreeMap<String, Vec<String>>) -> String {
+    let lines: Vec<String> = closures
+        .iter()
+        .filter(|(_, files)| !files.is_empty())
+        .map(|(check, files)| {
+            let files = sanitize::line(&files.join(", "));
+            format!("  {}: {files}\n", sanitize::line(check))
+        })
+        .collect();
+    match lines.is_empty() {
+        true => String::new(),
+        false => format!(
+            "\nfrozen with each check (what it runs, imports or reads; no worker may change it):\n{}",
+            lines.concat()
+        ),
+    }
 }
 
 /// What `features add` is given.
@@ -291,6 +315,19 @@ async fn validate_and_record(
             problems.join("; ")
         )));
     }
+    // What the checks it adds or changes depend on is frozen with them.
+    let changed: Vec<String> = after
+        .iter()
+        .flat_map(|l| &l.features)
+        .filter(|f| {
+            before
+                .get(&f.id)
+                .is_none_or(|b| (&b.check, b.files()) != (&f.check, f.files()))
+        })
+        .map(|f| f.id.clone())
+        .collect();
+    let tree =
+        crate::trusted::verify::acceptance::tree_with_closure(project, candidate, tree, &changed)?;
     repo::record_tree(&project.repo, main, tree, &change.message())
 }
 

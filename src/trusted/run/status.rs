@@ -158,6 +158,14 @@ pub fn status(dir: &Path, as_json: bool, wide: bool) -> anyhow::Result<String> {
         accepted,
         history.cost()
     ));
+    let closures = crate::trusted::verify::acceptance::closures_on_main(&project);
+    let frozen: std::collections::BTreeSet<&String> = closures.values().flatten().collect();
+    if !frozen.is_empty() {
+        out.push_str(&format!(
+            "frozen with the checks: {} file(s) they run, import or read (`longrun features` lists them)\n",
+            frozen.len()
+        ));
+    }
     out.push_str(&format!(
         "models: {}\n",
         crate::trusted::contract::models::describe_config(&project.config, &project.dir)

@@ -225,7 +225,8 @@ pub fn freeze(
     head: Oid,
 ) -> anyhow::Result<Option<(Oid, Vec<String>)>> {
     let repo = &project.repo;
-    let found = acceptance_paths(repo, base, head)?;
+    let mut found = acceptance_paths(repo, base, head)?;
+    found.extend(closure_paths(project, head, None)?);
     let text = repo::read_file_at(repo, head, config::FILE_NAME)?.unwrap_or_default();
     let (toml, frozen) = with_frozen(&text, &found)?;
     if toml == text {
@@ -250,6 +251,80 @@ pub fn freeze(
     );
     let oid = repo.commit(None, &sig, &sig, &message, &tree, &[&commit])?;
     Ok(Some((oid, frozen)))
+}
+
+/// What the dependency closures of the checks at `at` freeze
+/// ([`crate::closure`]): for every feature's check, each global check and
+/// the suite, what they run, import and read but the features' files to
+/// change; as patterns of `[run] frozen`. With `only`, just the checks of
+/// those features: after an amend, the ones it added or changed (by then
+/// the others' trees hold the work, and a deliverable is not frozen).
+pub fn closure_paths(
+    project: &Project,
+    at: Oid,
+    only: Option<&[String]>,
+) -> anyhow::Result<Vec<String>> {
+    let per_check = closures_at(project, at, only)?;
+    let all: std::collections::BTreeSet<String> = per_check.into_values().flatten().collect();
+    Ok(all.into_iter().map(|p| globset::escape(&p)).collect())
+}
+
+type Closures = std::collections::BTreeMap<String, Vec<String>>;
+
+fn closures_at(project: &Project, at: Oid, only: Option<&[String]>) -> anyhow::Result<Closures> {
+    let repo = &project.repo;
+    let Some(Ok(list)) = crate::features::list_at(repo, at)? else {
+        return Ok(Closures::new());
+    };
+    let checks = &project.config.checks;
+    let commands: Vec<String> = checks
+        .commands
+        .iter()
+        .chain(&checks.suite)
+        .cloned()
+        .collect();
+    if let Some(ids) = only {
+        let mut some = (*list).clone();
+        some.features.retain(|f| ids.contains(&f.id));
+        return crate::closure::frozen_at(repo, at, &some, &[]);
+    }
+    crate::closure::frozen_at(repo, at, &list, &commands)
+}
+
+/// What of each check's closure on main the rules hold fixed, by feature
+/// id (a global check or the suite by its command): for `features` and
+/// `status`.
+pub fn closures_on_main(project: &Project) -> Closures {
+    let (Ok(Some(main)), Ok(rules)) = (repo::main_head(&project.repo), path_rules(project)) else {
+        return Closures::new();
+    };
+    let mut all = closures_at(project, main, None).unwrap_or_default();
+    for files in all.values_mut() {
+        files.retain(|p| rules.fixed(p));
+    }
+    all
+}
+
+/// The tree `tree` (of the commit `at`, what main would become after a
+/// person's change) with what the closures of the `changed` features'
+/// checks freeze added to `[run] frozen` of its longrun.toml; `tree`
+/// itself when nothing is new.
+pub fn tree_with_closure(
+    project: &Project,
+    at: Oid,
+    tree: Oid,
+    changed: &[String],
+) -> anyhow::Result<Oid> {
+    let repo = &project.repo;
+    let found = closure_paths(project, at, Some(changed))?;
+    let text = repo::read_file_at(repo, at, config::FILE_NAME)?.unwrap_or_default();
+    let (toml, _) = with_frozen(&text, &found)?;
+    if toml == text {
+        return Ok(tree);
+    }
+    let mut builder = repo.treebuilder(Some(&repo.find_tree(tree)?))?;
+    builder.insert(config::FILE_NAME, repo.blob(toml.as_bytes())?, 0o100644)?;
+    Ok(builder.write()?)
 }
 
 /// When an initializer given a feature list is accepted: the features
@@ -314,7 +389,12 @@ fn with_frozen(text: &str, paths: &[String]) -> anyhow::Result<(String, Vec<Stri
         .unwrap_or_default();
     let before = frozen.clone();
     for p in paths {
-        if !frozen.contains(p) {
+        // A file below a plain pattern of the list is covered by it already.
+        let covered = frozen
+            .iter()
+            .chain(paths)
+            .any(|d| !globset::escape(d).contains('[') && p.starts_with(&format!("{d}/")));
+        if !frozen.contains(p) && !covered {
             frozen.push(p.clone());
         }
     }
