@@ -45,7 +45,16 @@ pub fn of_command(
     command: &str,
     to_change: Option<&[String]>,
 ) -> BTreeSet<String> {
-    let named = seeds(repo, tree, command);
+    closure_from(repo, tree, named_files(repo, tree, command), to_change)
+}
+
+/// The closure of `named`, files of `tree`: [`of_command`] from its seeds.
+fn closure_from(
+    repo: &Repository,
+    tree: &Tree,
+    named: Vec<String>,
+    to_change: Option<&[String]>,
+) -> BTreeSet<String> {
     let mut found: BTreeSet<String> = BTreeSet::new();
     let mut queue: VecDeque<String> = named.iter().cloned().collect();
     while let Some(path) = queue.pop_front() {
@@ -106,12 +115,67 @@ pub fn frozen_at(
             );
         }
     }
-    // A global check or the suite belongs to no feature: its own code is
-    // what it names; the project's code it reads is the features'.
     for command in commands {
-        out.insert(command.clone(), frozen_of(repo, &tree, command, None));
+        out.insert(command.clone(), frozen_of_global(repo, &tree, command));
     }
     Ok(out)
+}
+
+/// The frozen part of a global check's or the suite's closure: it belongs
+/// to no feature, so only its own code is frozen: the scripts it runs
+/// ([`run_scripts`]), the scripts they source and the test-side files they
+/// load; the project's code and data it reads are the features'.
+pub fn frozen_of_global(repo: &Repository, tree: &Tree, command: &str) -> Vec<String> {
+    let scripts = run_scripts(tree, command);
+    let closure = closure_from(repo, tree, scripts.clone(), None);
+    let shell = |p: &str| p.ends_with(".sh") || p.ends_with(".bash");
+    let all: BTreeSet<String> = closure
+        .into_iter()
+        .filter(|p| scripts.contains(p) || is_test_side(p) || shell(p))
+        .filter(|p| !NEVER_FROZEN.contains(&p.as_str()))
+        .collect();
+    all.into_iter().collect()
+}
+
+/// Interpreters whose first plain argument is the script they run.
+const INTERPRETERS: &[&str] = &[
+    "bash", "sh", "dash", "zsh", "python", "python3", "node", "ruby", "perl", "php", "deno", "bun",
+];
+
+/// The files of `tree` that `command` runs as programs: in each of its
+/// `&&`, `||`, `;` and `|` parts, the program when it is a path, or the
+/// script an interpreter is given (not with `-c` or `-m`).
+pub fn run_scripts(tree: &Tree, command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in command.split(['&', '|', ';', '\n']) {
+        let Some(words) = shlex::split(part) else {
+            continue;
+        };
+        let mut words = words
+            .into_iter()
+            .skip_while(|w| w.contains('=') && !w.starts_with('-'));
+        let Some(program) = words.next() else {
+            continue;
+        };
+        let base = program.rsplit('/').next().unwrap_or(&program).to_string();
+        let script = match INTERPRETERS.contains(&base.as_str()) {
+            true => {
+                let args: Vec<String> = words.collect();
+                let inline = args.iter().any(|a| a == "-c" || a == "-m");
+                args.into_iter()
+                    .find(|a| !a.starts_with('-'))
+                    .filter(|_| !inline)
+            }
+            false => program.contains('/').then_some(program),
+        };
+        if let Some(p) = script
+            .and_then(|s| normalize("", &s))
+            .filter(|p| is_file(tree, p))
+        {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// The frozen part of `command`'s closure: [`frozen_part`], and what the
@@ -123,7 +187,7 @@ pub fn frozen_of(
     to_change: Option<&[String]>,
 ) -> Vec<String> {
     let closure = of_command(repo, tree, command, to_change);
-    let named = seeds(repo, tree, command)
+    let named = named_files(repo, tree, command)
         .into_iter()
         .filter(|p| !NEVER_FROZEN.contains(&p.as_str()) && !declared(p, to_change));
     let all: BTreeSet<String> = frozen_part(&closure, to_change)
@@ -171,7 +235,7 @@ fn is_code(path: &str) -> bool {
 /// The files of the tree a command names: a path to a file; a directory
 /// with the file patterns it is given (`discover -s tests -p test_x.py`),
 /// or its test files; with a pattern and no directory, the whole tree.
-fn seeds(repo: &Repository, tree: &Tree, command: &str) -> Vec<String> {
+pub fn named_files(repo: &Repository, tree: &Tree, command: &str) -> Vec<String> {
     let tokens = crate::rules::named_paths(command);
     let mut files = Vec::new();
     let mut dirs = Vec::new();
@@ -579,6 +643,29 @@ mod tests {
             closure(&files, "bash scripts/check.sh"),
             ["scripts/check.sh", "scripts/lib.sh", "src/mul.js"]
         );
+    }
+
+    #[test]
+    fn a_global_check_freezes_the_scripts_it_runs_not_the_data_it_reads() {
+        let files = [
+            ("scripts/check.sh", ". scripts/lib.sh\ngrep -q ok data/d1\n"),
+            ("scripts/lib.sh", "true\n"),
+            ("data/d1", "ok\n"),
+            ("tools/lint.py", "import sys\n"),
+        ];
+        let (_d, repo, oid) = repo_with(&files);
+        let tree = repo.find_commit(oid).unwrap().tree().unwrap();
+        let frozen = |c: &str| frozen_of_global(&repo, &tree, c);
+        assert_eq!(
+            frozen("bash scripts/check.sh"),
+            ["scripts/check.sh", "scripts/lib.sh"]
+        );
+        assert_eq!(
+            frozen("X=1 python3 tools/lint.py && ./scripts/check.sh"),
+            ["scripts/check.sh", "scripts/lib.sh", "tools/lint.py"]
+        );
+        assert!(frozen("grep -qx ok data/d1 && test -x scripts/check.sh").is_empty());
+        assert!(frozen("python3 -c 'import tools.lint'").is_empty());
     }
 
     #[test]

@@ -149,8 +149,8 @@ impl Project {
     }
 
     /// `[run] protected` and what is protected whatever it says:
-    /// [`config::ALWAYS_PROTECTED`], and each file on main that the notify
-    /// command, a global check or the suite names (they run outside a
+    /// [`config::ALWAYS_PROTECTED`], and each script on main that the
+    /// notify command, a global check or the suite runs (they run outside a
     /// session, or decide every verdict).
     pub fn protected(&self) -> Vec<String> {
         let mut all = self.config.run.protected.clone();
@@ -165,7 +165,7 @@ impl Project {
         all
     }
 
-    /// The files of main's tree that longrun.toml's commands name.
+    /// The files of main's tree that longrun.toml's commands run as programs.
     fn files_settings_name(&self) -> anyhow::Result<Vec<String>> {
         let Some(head) = repo::main_head(&self.repo)? else {
             return Ok(Vec::new());
@@ -179,12 +179,7 @@ impl Project {
             .chain(&c.checks.commands)
             .chain(&c.checks.suite);
         let mut files: Vec<String> = commands
-            .flat_map(|command| crate::rules::named_paths(command))
-            .filter(|p| !p.starts_with('/') && !p.split('/').any(|c| c == ".." || c == ".git"))
-            .filter(|p| {
-                tree.get_path(Path::new(p))
-                    .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Blob))
-            })
+            .flat_map(|command| crate::closure::run_scripts(&tree, command))
             .collect();
         files.sort();
         files.dedup();
