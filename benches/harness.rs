@@ -23,7 +23,7 @@ use longrun::broker::{OrchestratorMessage, WorkerLink, WorkerMessage};
 use longrun::config::BudgetSection;
 use longrun::config::HarnessSettings;
 use longrun::confined::tools::{Registry, ToolContext};
-use longrun::confined::{AgentLoop, Budget, Harness};
+use longrun::confined::{AgentLoop, Budget, Harness, Tools};
 use longrun::model::{ChatResponse, ToolCall, Usage};
 use serde_json::{json, Value};
 
@@ -111,9 +111,6 @@ fn run_context_session(workspace: &Path, steps: u32, settings: &HarnessSettings)
         skills: &[],
         checks: None,
         files_to_change: &[],
-        refocus: None,
-        attempt: None,
-        attempt_system: None,
     };
     let budget = Budget::new(BudgetSection {
         steps,
@@ -121,7 +118,8 @@ fn run_context_session(workspace: &Path, steps: u32, settings: &HarnessSettings)
     });
     let system = longrun::templates::WORKER_PROMPT.to_string();
     let first = "Implement feature F001.".to_string();
-    let mut agent = AgentLoop::session(harness, budget, system, first);
+    let strategy = Box::new(Tools::new(settings));
+    let mut agent = AgentLoop::session(harness, budget, system, first, strategy);
     agent.run(&mut link).unwrap();
     drop(link);
     model.join().unwrap()

@@ -6,7 +6,6 @@
 //! registry. A subagent is the same loop with a fresh context, read-only
 //! tools and its own step budget.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::budget::Budget;
@@ -14,16 +13,15 @@ use super::checks::{self, SessionChecks};
 use super::context::{ContextPolicy, Conversation};
 use super::edit_check::EditCheck;
 use super::loops::LoopDetector;
-use super::prompt::{self, AttemptSystem};
 use super::skills::{self, Skill};
+use super::strategy::{Restart, Strategy, Tools, Turn};
 use super::subagent;
 use super::text_calls;
-use super::text_edits;
 use super::todos::{self, Todos};
 use crate::broker::{
     OrchestratorMessage, SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, RECOVERED_ID_PREFIX,
 };
-use crate::config::{EditFormat, HarnessSettings};
+use crate::config::HarnessSettings;
 use crate::confined::tools::{Registry, ToolContext, ToolOutput};
 use crate::model::{ChatRequest, ChatResponse, Message, ModelErrorKind, ToolCall, ToolSpec};
 
@@ -40,44 +38,7 @@ pub struct Harness<'a> {
     pub checks: Option<&'a SessionChecks>,
     /// The files the feature names that the session may change.
     pub files_to_change: &'a [String],
-    /// Whole-file sessions: the message to start again from, given what the
-    /// failing check said, when the model keeps running the check instead of
-    /// writing code (None: no file to write).
-    pub refocus: Option<&'a Refocus<'a>>,
-    /// Whole-file sessions with a `[harness] retry_temperature`: the
-    /// message the next attempt starts from, given what the best attempt's
-    /// check said and the attempt's number (None: no file to write).
-    pub attempt: Option<&'a Attempt<'a>>,
-    /// The system prompts of those attempts.
-    pub attempt_system: Option<&'a AttemptSystem>,
 }
-
-/// Makes the message a whole-file session's next attempt starts from,
-/// given the best attempt so far and the attempt's number.
-pub type Attempt<'a> = dyn Fn(&AttemptFrom, u32) -> Option<String> + 'a;
-
-/// The best attempt so far, for the next attempt's message.
-#[derive(Debug, Default)]
-pub struct AttemptFrom<'s> {
-    /// What the check said on it (None: nothing was checked yet).
-    pub failing: Option<&'s str>,
-    /// Its files, when it makes other features' checks pass: the next
-    /// attempt (when not written anew) builds on it.
-    pub best: Option<super::edit_check::BestFiles>,
-    /// What the last attempt broke, when its own check passed there.
-    pub last_broke: Option<&'s str>,
-    /// An attempt shown the files as found wrote them back unchanged.
-    pub found_echoed: bool,
-    /// `best` is what the last attempt wrote: the next builds on it
-    /// whatever its number (in the lift run the 1.5B model's nearest
-    /// misses came late in a session, and the next attempt, written anew,
-    /// was its last).
-    pub best_fresh: bool,
-}
-
-/// Makes the message a whole-file session starts again from, given what
-/// its failing check said; None when there is no file to write.
-pub type Refocus<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,44 +82,9 @@ pub struct AgentLoop<'a> {
     unreadable_notes: u32,
     /// The feature's check after edits, and the best state (sessions only).
     edit_check: Option<EditCheck>,
-    /// Turns in a row that changed no file (whole-file sessions: two while
-    /// the check fails start the conversation again from the files).
-    idle_turns: u32,
-    /// Times the conversation was started again from the files (at most [`MAX_REFOCUS`]).
-    refocused: u32,
-    /// Attempts started again after one left the check failing.
-    attempts: u32,
-    /// The temperature of this loop's requests, once it is not the configured one.
-    temperature: Option<f64>,
-    /// The conversation is an attempt (a whole-file session's message to
-    /// write the files): its requests carry no tools and the attempt's
-    /// system prompt, since the harness writes the files and runs the
-    /// check. Listed tools are something a small model sampled hot answers
-    /// with, in place of code.
-    attempting: bool,
-}
-
-/// Fresh starts a whole-file session gets when its model keeps changing
-/// nothing while the check fails; after that the loop detector and the
-/// budget decide.
-const MAX_REFOCUS: u32 = 2;
-
-/// Where an attempt's answer is cut: every harness message starts with it,
-/// and a small model sampled hot sometimes answers by writing the attempt's
-/// message out again (the whole test file with it) before any code, which
-/// at 7 tokens/s is minutes of a session. Cut there, the answer holds no
-/// file and the next attempt starts.
-const ATTEMPT_STOP: &str = "[harness]";
-
-/// Also where an attempt's answer is cut: the headings of the attempt
-/// message's file groups, which the model sometimes writes out again after
-/// its code (its code is already in; what follows is the message again).
-/// After a line break only, so an answer that opens with one is not emptied.
-fn attempt_stops() -> Vec<String> {
-    let echoes = [prompt::TO_CHANGE_HEADING, prompt::READ_ONLY_HEADING];
-    std::iter::once(ATTEMPT_STOP.to_string())
-        .chain(echoes.map(|h| format!("\n{h}")))
-        .collect()
+    /// What is particular to the model: the request, the answer's edits,
+    /// when the conversation starts again.
+    strategy: Box<dyn Strategy + 'a>,
 }
 
 /// What the harness found to run in an answer without structured calls.
@@ -173,12 +99,14 @@ struct Recovery {
 }
 
 impl<'a> AgentLoop<'a> {
-    /// The session's loop: every tool, the harness tools and the checks.
+    /// The session's loop: every tool, the harness tools and the checks,
+    /// with the model's `strategy`.
     pub fn session(
         harness: Harness<'a>,
         budget: Budget,
         system: String,
         first_message: String,
+        strategy: Box<dyn Strategy + 'a>,
     ) -> AgentLoop<'a> {
         let mut tools = harness.registry.specs();
         tools.push(todos::spec());
@@ -186,7 +114,9 @@ impl<'a> AgentLoop<'a> {
             tools.push(skills::spec());
         }
         tools.push(subagent::spec());
-        AgentLoop::new(harness, false, budget, system, tools, first_message)
+        let mut agent = AgentLoop::new(harness, false, budget, system, tools, first_message);
+        agent.strategy = strategy;
+        agent
     }
 
     fn subagent(parent: &AgentLoop<'a>, prompt: String) -> AgentLoop<'a> {
@@ -243,11 +173,7 @@ impl<'a> AgentLoop<'a> {
             nudged: false,
             unreadable_notes: 0,
             edit_check,
-            idle_turns: 0,
-            refocused: 0,
-            attempts: 0,
-            temperature: None,
-            attempting: false,
+            strategy: Box::new(Tools::new(s)),
         }
     }
 
@@ -328,10 +254,7 @@ impl<'a> AgentLoop<'a> {
                     text: format!("the harness stopped the answer: {why}"),
                 },
             )?;
-            // The same request at the same temperature runs away the same way.
-            if let Some(t) = self.harness.settings.retry_temperature {
-                self.temperature = Some(t);
-            }
+            self.strategy.answer_cut();
         }
         let mut calls = response.tool_calls;
         let mut text = response.text;
@@ -351,15 +274,16 @@ impl<'a> AgentLoop<'a> {
         }
         self.conversation.push_assistant(text, &calls, describe);
         if calls.is_empty() {
-            let answer = self.last_text.clone();
-            self.note_blocks_unchanged(&answer);
+            let turn = turn(&mut self.edit_check, &self.budget);
+            self.strategy.ran_nothing(&self.last_text, turn);
         }
-        if let Some(why) = cut
-            .as_deref()
-            .filter(|_| self.attempt_after_nothing().is_none())
-        {
-            // A whole-file attempt that wrote nothing is followed by the
-            // next attempt; any other session hears why and goes on.
+        let restarts = cut.is_some() && {
+            let turn = turn(&mut self.edit_check, &self.budget);
+            self.strategy.restarts_after_nothing(turn)
+        };
+        if let Some(why) = cut.as_deref().filter(|_| !restarts) {
+            // When the strategy starts again after an answer that wrote
+            // nothing, it does; any other session hears why and goes on.
             let note = runaway_note(why);
             if calls.is_empty() {
                 self.conversation.push_user(note);
@@ -406,15 +330,7 @@ impl<'a> AgentLoop<'a> {
         loop {
             let bytes = self.conversation.request_bytes();
             let mut request = self.conversation.request();
-            request.temperature = self.temperature;
-            if let Some(system) = self.harness.attempt_system.filter(|_| self.attempting) {
-                request.tools.clear();
-                request.system = match self.attempts {
-                    0 => system.first.clone(),
-                    _ => system.later.clone(),
-                };
-                request.stop = attempt_stops();
-            }
+            self.strategy.shape(&mut request);
             match self.ask(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {
                     self.conversation
@@ -479,44 +395,13 @@ impl<'a> AgentLoop<'a> {
         )
     }
 
-    /// A block's path as the session's file to change when it is none of
-    /// them and no file of the workspace, but ends in the file name of
-    /// exactly one of them (`path/to/roman.py` for `roman.py`: small
-    /// models put a directory of their own, or of an example, before it).
-    fn file_to_change(&self, path: String) -> String {
-        let files = self.harness.files_to_change;
-        if files.contains(&path) || self.harness.ctx.workspace.join(&path).exists() {
-            return path;
-        }
-        let name = Path::new(&path).file_name();
-        let mut same = files.iter().filter(|f| Path::new(f).file_name() == name);
-        match (same.next(), same.next()) {
-            (Some(file), None) => file.clone(),
-            _ => path,
-        }
-    }
-
-    /// The files to change written in blocks not headed by their path, for
-    /// an answer with no headed block: the one file's block in its language
-    /// ([`text_edits::unnamed_block_for`]), else the looser forms of
-    /// [`text_edits::loose_blocks`].
-    fn unheaded_blocks(&self, text: &str) -> Vec<text_edits::FileBlock> {
-        let files = self.harness.files_to_change;
-        if let [file] = files {
-            if let Some(b) = text_edits::unnamed_block_for(text, file) {
-                return vec![b];
-            }
-        }
-        text_edits::loose_blocks(text, files)
-    }
-
-    /// Tool calls the model wrote in its text, and (in whole-file mode) file
-    /// blocks headed by a path, as calls to run; None when there are none.
+    /// Tool calls the model wrote in its text, and the files it writes
+    /// there as the strategy reads them, as calls to run; None when there
+    /// are none.
     fn recover(&self, text: &str) -> Option<Recovery> {
-        let settings = self.harness.settings;
         let mut found: Vec<(std::ops::Range<usize>, ToolCall)> = Vec::new();
         let mut found_in = Vec::new();
-        if settings.text_calls() {
+        if self.harness.settings.text_calls() {
             let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
             if let Some(f) = text_calls::recover(text, &names) {
                 found_in.push(f.format.describe());
@@ -527,48 +412,13 @@ impl<'a> AgentLoop<'a> {
                 );
             }
         }
-        let mut elided = Vec::new();
-        let whole_file = !self.subagent && settings.edit_format() == EditFormat::WholeFile;
-        if whole_file {
-            for mut b in text_edits::file_blocks(text) {
-                if found.iter().any(|(span, _)| overlaps(span, &b.span)) {
-                    continue;
-                }
-                b.path = self.file_to_change(b.path);
-                if b.elided {
-                    elided.push(b.path);
-                    continue;
-                }
-                let now = std::fs::read(self.harness.ctx.workspace.join(&b.path)).ok();
-                if now.as_deref() == Some(b.content.as_bytes()) {
-                    continue;
-                }
-                let args = serde_json::json!({"path": b.path, "content": b.content});
-                found.push((b.span, call("write_file", args.to_string())));
-                if !found_in.contains(&FILE_BLOCK) {
-                    found_in.push(FILE_BLOCK);
-                }
-            }
+        let taken: Vec<std::ops::Range<usize>> = found.iter().map(|(s, _)| s.clone()).collect();
+        let files = self.strategy.file_writes(text, &taken);
+        if !files.writes.is_empty() {
+            found_in.push(FILE_BLOCK);
         }
-        // Asked for its one file, a small model often writes the code
-        // without the path line: a block in that file's language is that file.
-        // Nor do small models always head a block the usual way.
-        if found.is_empty() && elided.is_empty() && whole_file {
-            for b in self.unheaded_blocks(text) {
-                let now = std::fs::read(self.harness.ctx.workspace.join(&b.path)).ok();
-                match b.elided {
-                    true => elided.push(b.path),
-                    false if now.as_deref() == Some(b.content.as_bytes()) => {}
-                    false => {
-                        let args = serde_json::json!({"path": b.path, "content": b.content});
-                        found.push((b.span, call("write_file", args.to_string())));
-                        if !found_in.contains(&FILE_BLOCK) {
-                            found_in.push(FILE_BLOCK);
-                        }
-                    }
-                }
-            }
-        }
+        found.extend(files.writes);
+        let elided = files.elided;
         if found.is_empty() && elided.is_empty() {
             return None;
         }
@@ -652,12 +502,9 @@ impl<'a> AgentLoop<'a> {
         }
         self.conversation.stub_old_results();
         let changed = self.check_after_edit();
-        self.note_attempt_written(calls);
-        if let Some(first) = self.next_attempt(calls) {
-            return self.start_attempt(link, first, "the last one left the check failing");
-        }
-        if let Some(first) = self.stuck(changed) {
-            return self.refocus(link, first);
+        let turn = turn(&mut self.edit_check, &self.budget);
+        if let Some(restart) = self.strategy.after_calls(calls, changed, turn) {
+            return self.restart(link, restart);
         }
         match looping {
             Some(what) => self.on_loop(link, what),
@@ -684,16 +531,7 @@ impl<'a> AgentLoop<'a> {
             .map(|n| format!("`{n}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let how = match (self.harness.settings.edit_format(), names.is_empty()) {
-            (EditFormat::WholeFile, false) => format!(
-                "reply with the complete new {names} in a fenced code block, the file's path alone on the line before it"
-            ),
-            (EditFormat::WholeFile, true) => "reply with each file you change, complete, in a fenced code block, \
-                 the file's path alone on the line before it"
-                .to_string(),
-            (EditFormat::Tools, false) => format!("change {names} with `write_file` or `edit_file`"),
-            (EditFormat::Tools, true) => "change the code with `write_file` or `edit_file`".to_string(),
-        };
+        let how = self.strategy.how_to_change(&names);
         Some(format!(
             "\n\n[harness] That is your feature's check, and it fails. Running it again changes nothing: \
              {how}. The harness runs the check after every edit and tells you the result."
@@ -717,102 +555,6 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// During a whole-file attempt, an answer that wrote nothing: when it
-    /// holds a file to change as it is (a block the same as the file is no
-    /// edit), the edit check notes whether that is the files as found.
-    fn note_blocks_unchanged(&mut self, answer: &str) {
-        let whole_file = self.harness.settings.edit_format() == EditFormat::WholeFile;
-        if self.subagent || !self.attempting || !whole_file {
-            return;
-        }
-        let workspace = &self.harness.ctx.workspace;
-        let same = |path: &str, content: &str| {
-            std::fs::read(workspace.join(path)).is_ok_and(|now| now == content.as_bytes())
-        };
-        let mut blocks = text_edits::file_blocks(answer)
-            .into_iter()
-            .map(|b| (self.file_to_change(b.path), b.content))
-            .collect::<Vec<_>>();
-        if blocks.is_empty() {
-            blocks.extend(
-                self.unheaded_blocks(answer)
-                    .into_iter()
-                    .map(|b| (b.path, b.content)),
-            );
-        }
-        let unchanged = blocks.iter().any(|(path, content)| same(path, content));
-        if let Some(edit_check) = self.edit_check.as_mut().filter(|_| unchanged) {
-            edit_check.attempt_wrote(workspace);
-        }
-    }
-
-    /// During an attempt, a turn that wrote files: the edit check notes
-    /// when they are the files as the session found them.
-    fn note_attempt_written(&mut self, calls: &[ToolCall]) {
-        let wrote = calls
-            .iter()
-            .any(|c| matches!(c.name.as_str(), "write_file" | "edit_file"));
-        let workspace = &self.harness.ctx.workspace;
-        if let Some(edit_check) = self
-            .edit_check
-            .as_mut()
-            .filter(|_| wrote && self.attempting)
-        {
-            edit_check.attempt_wrote(workspace);
-        }
-    }
-
-    /// Whole-file sessions with a retry temperature: a turn that wrote a
-    /// file and left the check failing (or wrote the same file again) ends
-    /// the attempt; the next starts from the files and the best attempt's
-    /// failures. Returns that message.
-    fn next_attempt(&self, calls: &[ToolCall]) -> Option<String> {
-        let attempt = self.harness.attempt?;
-        let edit_check = self.edit_check.as_ref()?;
-        let wrote = calls
-            .iter()
-            .any(|c| matches!(c.name.as_str(), "write_file" | "edit_file"));
-        // During an attempt the check failed where it started, so a file
-        // written the same as it was (nothing changed, the check not run
-        // again) leaves it failing too: at temperature 0 the 1.5B model
-        // wrote the file it was shown, unchanged, four times in a row.
-        let failing = edit_check.failing() || (self.attempting && !edit_check.passed());
-        if self.subagent || !wrote || !failing {
-            return None;
-        }
-        attempt(&self.attempt_from(edit_check), self.attempts + 2)
-    }
-
-    /// The best attempt so far, as the next attempt's message shows it.
-    fn attempt_from<'e>(&self, edit_check: &'e EditCheck) -> AttemptFrom<'e> {
-        let workspace = &self.harness.ctx.workspace;
-        let best = self.harness.checks.and_then(|checks| {
-            let at_start = checks.passing_at_start(workspace);
-            edit_check.best_to_build_on(workspace, at_start, self.harness.files_to_change)
-        });
-        let step = self.budget.steps();
-        AttemptFrom {
-            failing: edit_check.best_failing(),
-            best_fresh: best.as_ref().is_some_and(|b| b.step > 0 && b.step == step),
-            best,
-            last_broke: edit_check.last_broke(),
-            found_echoed: edit_check.found_echoed(),
-        }
-    }
-
-    /// Whole-file sessions with a retry temperature: an answer that wrote
-    /// no file while the feature's check fails is an attempt that came to
-    /// nothing (a small model sampled hot sometimes answers with prose or
-    /// its tool list). The next attempt starts instead of the check rounds.
-    fn attempt_after_nothing(&self) -> Option<String> {
-        let attempt = self.harness.attempt?;
-        let edit_check = self.edit_check.as_ref()?;
-        if self.subagent || !self.attempting || edit_check.passed() {
-            return None;
-        }
-        attempt(&self.attempt_from(edit_check), self.attempts + 2)
-    }
-
     /// The feature's check fails on the files as the session found them,
     /// as `outcome` says: they are the first best state
     /// ([`EditCheck::start_from`]).
@@ -822,169 +564,25 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// This session's first message is its first attempt.
-    pub fn first_message_is_an_attempt(&mut self) {
-        self.attempting = true;
+    /// Before the first model call, what the strategy does without the
+    /// model; Some: the session is done, and what was done.
+    pub fn before_first_turn(&mut self, link: &mut WorkerLink) -> anyhow::Result<Option<String>> {
+        let turn = turn(&mut self.edit_check, &self.budget);
+        self.strategy.before_first_turn(link, turn)
     }
 
-    /// Whole-file sessions where the harness commits: before the model is
-    /// asked, the best work of the latest sessions not accepted (what they
-    /// changed from main, sent by the orchestrator) is tried like an
-    /// attempt, the files the feature names and nothing else. One that
-    /// passes this feature's check and keeps every other that passed is
-    /// committed, and the session needs no model call (returns what was
-    /// done). Otherwise the files are put back as found, and the best of
-    /// them is the session's best state so far: when it makes other
-    /// features' checks pass, the attempts that build on the best start
-    /// from it ([`prompt::attempt_builds_on_best`]). A session that ran out
-    /// of time right after its model wrote such a file no longer loses it.
-    pub fn try_earlier_work(
-        &mut self,
-        link: &mut WorkerLink,
-        work: &[crate::protocol::EarlierWork],
-    ) -> anyhow::Result<Option<String>> {
-        let (Some(edit_check), Some(checks)) = (self.edit_check.as_mut(), self.harness.checks)
-        else {
-            return Ok(None);
-        };
-        if !self.harness.settings.commit_when_passing() || self.harness.attempt.is_none() {
-            return Ok(None);
-        }
-        let workspace = self.harness.ctx.workspace.clone();
-        let names = self.harness.files_to_change;
-        // Each file as found, with its mode, to put back; never through a
-        // symlink (one that is not a regular file: nothing is tried).
-        let tree = crate::fsutil::Beneath::open(&workspace)?;
-        let mut found = Vec::new();
-        for name in names {
-            let Ok(body) = tree.read(Path::new(name)) else {
-                return Ok(None);
-            };
-            let mode = std::fs::symlink_metadata(workspace.join(name)).map_or(0o644, |m| {
-                std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777
-            });
-            found.push((name, body, mode));
-        }
-        let mut tried = Vec::new();
-        let mut seen: Vec<Vec<&(String, String)>> = Vec::new();
-        for earlier in work {
-            let files: Vec<&(String, String)> = earlier
-                .files
-                .iter()
-                .filter(|(path, _)| names.contains(path))
-                .collect();
-            // A session keeps the state it tried from an earlier one when
-            // that is the one to build on: the same files, checked once.
-            if files.is_empty() || seen.contains(&files) {
-                continue;
-            }
-            seen.push(files.clone());
-            for (path, text) in &files {
-                let mode = found.iter().find(|f| f.0 == path).map_or(0o644, |f| f.2);
-                tree.write(Path::new(path), text.as_bytes(), mode)?;
-            }
-            tried.push(earlier.session.to_string());
-            // The check and the other features' checks, as after an edit.
-            edit_check.after_turn(checks, &workspace, 0);
-            let committed = checks.base().is_some_and(|base| {
-                git2::Repository::open(&workspace)
-                    .ok()
-                    .and_then(|r| crate::git::head(&r))
-                    .is_some_and(|head| head != base)
-            });
-            if edit_check.passed() && committed {
-                let text = format!(
-                    "the work of session {} (not accepted) passes this feature's check and keeps the \
-                     features that passed: the harness committed it; no model call",
-                    earlier.session
-                );
-                self.event(link, SessionEvent::Notice { text: text.clone() })?;
-                return Ok(Some(text));
-            }
-        }
-        if tried.is_empty() {
-            return Ok(None);
-        }
-        for (name, body, mode) in &found {
-            match body {
-                Some(body) => tree.write(Path::new(name), body, *mode)?,
-                None => tree.remove_file(Path::new(name))?,
-            }
-        }
-        edit_check.found_again(&workspace);
-        let builds = self.attempt_from_best().best.is_some();
-        self.event(
-            link,
-            SessionEvent::Notice {
-                text: format!(
-                    "tried the work of session(s) {} (not accepted) before asking the model: \
-                     this feature's check still fails{}",
-                    tried.join(", "),
-                    match builds {
-                        true => "; the attempts that build on the best state start from it",
-                        false => "",
-                    }
-                ),
-            },
-        )?;
-        Ok(None)
-    }
-
-    /// [`Self::attempt_from`] for the session's edit check.
-    fn attempt_from_best(&self) -> AttemptFrom<'_> {
-        match self.edit_check.as_ref() {
-            Some(edit_check) => self.attempt_from(edit_check),
-            None => AttemptFrom::default(),
-        }
-    }
-
-    /// Start the next attempt from `first`, sampled at the retry temperature.
-    /// `why`: how the last attempt ended, for the notice.
-    fn start_attempt(
-        &mut self,
-        link: &mut WorkerLink,
-        first: String,
-        why: &str,
-    ) -> anyhow::Result<Flow> {
-        self.attempts += 1;
-        self.attempting = true;
-        self.idle_turns = 0;
+    /// The conversation starts again from one message, as the strategy
+    /// says: the loop detector forgets, and the notice says why.
+    fn restart(&mut self, link: &mut WorkerLink, restart: Restart) -> anyhow::Result<Flow> {
         self.loops.reset();
-        self.temperature = self.harness.settings.retry_temperature;
-        let at = self
-            .temperature
-            .map(|t| format!(", sampled at temperature {t}"))
-            .unwrap_or_default();
         self.event(
             link,
             SessionEvent::Notice {
-                text: format!(
-                    "attempt {}: {why}; the conversation starts again \
-                     from the files and the best attempt's failures{at}",
-                    self.attempts + 1
-                ),
+                text: restart.notice,
             },
         )?;
-        self.conversation.restart(first);
+        self.conversation.restart(restart.first);
         Ok(Flow::Continue)
-    }
-
-    /// Whole-file sessions: the second turn in a row that changed no file
-    /// while the feature's check fails (the check run again, a commit of
-    /// nothing, another look) gets the message to start again from.
-    fn stuck(&mut self, changed: bool) -> Option<String> {
-        let refocus = self.harness.refocus?;
-        self.idle_turns = if changed { 0 } else { self.idle_turns + 1 };
-        // Once a streak: the check runs again only at its second idle turn.
-        if self.idle_turns != 2 || self.refocused >= MAX_REFOCUS {
-            return None;
-        }
-        let outcome = self
-            .harness
-            .checks?
-            .run_feature(&self.harness.ctx.workspace)
-            .filter(|o| !o.passed)?;
-        refocus(&super::edit_check::failing_summary(&outcome))
     }
 
     /// The harness tools first, then the registry.
@@ -1090,29 +688,6 @@ impl<'a> AgentLoop<'a> {
         found
     }
 
-    /// The model keeps doing what changes nothing (running the failing
-    /// check again, committing nothing): start the conversation again from
-    /// `first` (the files, what the check says, one thing to do). Small
-    /// models asked once for the code write it; a long conversation of
-    /// check runs only makes them run it again.
-    fn refocus(&mut self, link: &mut WorkerLink, first: String) -> anyhow::Result<Flow> {
-        self.refocused += 1;
-        self.idle_turns = 0;
-        self.loops.reset();
-        self.event(
-            link,
-            SessionEvent::Notice {
-                text: format!(
-                    "refocused: two turns in a row changed no file while the check fails; \
-                     the conversation starts again from the files and the check's output ({} of {MAX_REFOCUS})",
-                    self.refocused
-                ),
-            },
-        )?;
-        self.conversation.restart(first);
-        Ok(Flow::Continue)
-    }
-
     /// The first loop gets a notice and a clean slate; the second ends the session.
     fn on_loop(&mut self, link: &mut WorkerLink, what: String) -> anyhow::Result<Flow> {
         self.loop_notices += 1;
@@ -1143,8 +718,9 @@ impl<'a> AgentLoop<'a> {
             let reason = Some("stopped: the run was interrupted".to_string());
             return Ok(Flow::End(self.end(WorkerEnd::Stopped, reason)));
         }
-        if let Some(first) = self.attempt_after_nothing() {
-            return self.start_attempt(link, first, "the last answer wrote no file");
+        let turn = turn(&mut self.edit_check, &self.budget);
+        if let Some(restart) = self.strategy.before_end(turn) {
+            return self.restart(link, restart);
         }
         if let Some(flow) = self.nudge(link)? {
             return Ok(flow);
@@ -1200,11 +776,7 @@ impl<'a> AgentLoop<'a> {
             return Ok(None);
         }
         let command = outcome.command.clone().unwrap_or_default();
-        let whole_file = self.harness.settings.edit_format() == EditFormat::WholeFile;
-        let how = match whole_file {
-            true => "write each file whole in a fenced code block with its path alone on the line before, and call `bash` to run commands and commit",
-            false => "call `write_file` or `edit_file` to change files and `bash` to run commands and commit",
-        };
+        let how = self.strategy.how_to_work();
         self.event(
             link,
             SessionEvent::Notice {
@@ -1241,6 +813,14 @@ impl<'a> AgentLoop<'a> {
 /// Where a whole-file edit was found, as the recovery names it.
 const FILE_BLOCK: &str = "a file block headed by its path";
 
+/// What a strategy is lent of the loop for one decision.
+fn turn<'t>(edit_check: &'t mut Option<EditCheck>, budget: &Budget) -> Turn<'t> {
+    Turn {
+        edit_check: edit_check.as_mut(),
+        step: budget.steps(),
+    }
+}
+
 /// A call the harness made from the model's text; its id is set by the caller.
 fn call(name: &str, arguments: String) -> ToolCall {
     ToolCall {
@@ -1248,10 +828,6 @@ fn call(name: &str, arguments: String) -> ToolCall {
         name: name.to_string(),
         arguments,
     }
-}
-
-fn overlaps(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
-    a.start < b.end && b.start < a.end
 }
 
 /// `text` without the byte ranges in `spans` (sorted by start, may overlap).

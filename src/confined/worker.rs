@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::agent::{Attempt, AttemptFrom, Harness, Refocus};
+use super::agent::Harness;
 use super::checks::SessionChecks;
 use super::edit_check::failing_summary;
-use super::prompt::{AttemptKind, Shown};
+use super::strategy::{Attempts, Strategy, Tools, WholeFile};
 use super::{prompt, skills, AgentLoop, Budget};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
 use crate::config::EditFormat;
@@ -123,54 +123,26 @@ fn run_agent(
     }
     let start_check = start_check.filter(|o| !o.passed);
     let failing = start_check.as_ref().map(failing_summary);
-    let refocus =
-        |failing: &str| prompt::refocus_message(config, &ctx.workspace, &files_to_change, failing);
     // And once an attempt leaves the check failing, it starts again from the
     // files as they were, sampled at the retry temperature.
-    // An attempt not written anew builds on the best one so far when that
-    // makes other features' checks pass.
-    let at_start =
-        prompt::files_for_attempt(config, &ctx.workspace, &files_to_change, &Shown::AsFound);
-    let anew = prompt::files_for_attempt(config, &ctx.workspace, &files_to_change, &Shown::Anew);
-    // What the check said goes with the files shown: on the files as found,
-    // what it said at the start; otherwise, on the best attempt so far.
-    let attempt = |from: &AttemptFrom, n: u32| {
-        let best = from
-            .best
-            .as_ref()
-            .filter(|_| prompt::attempt_builds_on_best(n) || from.best_fresh);
-        // Files as found that an attempt wrote back unchanged are not shown again.
-        let anew_now = best.is_none() && (prompt::attempt_is_anew(n) || from.found_echoed);
-        let (files, failing, kind) = match (anew_now, best) {
-            (true, _) => (
-                anew.clone(),
-                from.failing.or(failing.as_deref())?,
-                AttemptKind::Anew,
-            ),
-            (false, Some(best)) => (
-                prompt::files_for_attempt(
-                    config,
-                    &ctx.workspace,
-                    &files_to_change,
-                    &Shown::Best(best),
-                ),
-                best.summary.as_str(),
-                AttemptKind::Builds(best),
-            ),
-            (false, None) => (at_start.clone(), failing.as_deref()?, AttemptKind::AsFound),
-        };
-        // An attempt that passed its own check but broke a feature should
-        // be heard of by the next (unless that one builds on it).
-        let failing = match (from.last_broke, best) {
-            (Some(broke), b) if b.is_none_or(|b| !b.own_passes) => {
-                format!("{failing}\nThe last attempt: {broke}")
-            }
-            _ => failing.to_string(),
-        };
-        prompt::attempt_message(config, &files, &files_to_change, &failing, n, kind)
-    };
     let retries = whole_file && config.harness.retry_temperature.is_some();
-    let attempt_system = prompt::attempt_system_prompts(config, &ctx.workspace, &files_to_change);
+    let attempts =
+        retries.then(|| Attempts::new(config, &ctx.workspace, &files_to_change, failing.clone()));
+    // Attempts start at the first: the files and what the check says.
+    let first_attempt = attempts.as_ref().and_then(Attempts::first_message);
+    let attempting = first_attempt.is_some();
+    let strategy: Box<dyn Strategy> = match config.harness.edit_format() {
+        EditFormat::WholeFile => Box::new(WholeFile::new(
+            config,
+            &ctx.workspace,
+            &checks,
+            &files_to_change,
+            whole_file,
+            attempts,
+            attempting,
+        )),
+        EditFormat::Tools => Box::new(Tools::new(&config.harness)),
+    };
     let harness = Harness {
         registry: &registry,
         read_only: &read_only,
@@ -179,22 +151,8 @@ fn run_agent(
         skills: &skills,
         checks: Some(&checks),
         files_to_change: &files_to_change,
-        refocus: whole_file.then_some(&refocus as &Refocus),
-        attempt: retries.then_some(&attempt as &Attempt),
-        attempt_system: retries.then_some(&attempt_system),
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
-    // Attempts start at the first: the files and what the check says.
-    let first_attempt = failing.as_deref().filter(|_| retries).and_then(|f| {
-        prompt::attempt_message(
-            config,
-            &at_start,
-            &files_to_change,
-            f,
-            1,
-            AttemptKind::First,
-        )
-    });
     let mut limits = config.budget.clone();
     if failpoint("worker-overspends", config.session) {
         limits.steps *= 7;
@@ -203,34 +161,30 @@ fn run_agent(
         limits.cost_usd = limits.cost_usd.map(|c| c * 7.0);
     }
     let budget = Budget::new(limits);
-    let attempting = first_attempt.is_some();
     let first = first_attempt.unwrap_or_else(|| {
         prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref())
     });
-    let mut agent = AgentLoop::session(harness, budget, system, first);
+    let mut agent = AgentLoop::session(harness, budget, system, first, strategy);
     if let Some(outcome) = &start_check {
         agent.start_from(outcome);
     }
-    if attempting {
-        agent.first_message_is_an_attempt();
-        // Earlier sessions' best work first: it may need no model call.
-        match agent.try_earlier_work(link, &config.earlier_work) {
-            Ok(None) => {}
-            Ok(Some(text)) => {
-                return WorkerReport {
-                    ended: WorkerEnd::Completed,
-                    reason: Some(text),
-                    steps: 0,
-                    passes_others: Vec::new(),
-                }
+    // Earlier sessions' best work first: it may need no model call.
+    match agent.before_first_turn(link) {
+        Ok(None) => {}
+        Ok(Some(text)) => {
+            return WorkerReport {
+                ended: WorkerEnd::Completed,
+                reason: Some(text),
+                steps: 0,
+                passes_others: Vec::new(),
             }
-            Err(e) => {
-                return WorkerReport {
-                    ended: WorkerEnd::Failed,
-                    reason: Some(format!("trying earlier sessions' work: {e:#}")),
-                    steps: 0,
-                    passes_others: Vec::new(),
-                }
+        }
+        Err(e) => {
+            return WorkerReport {
+                ended: WorkerEnd::Failed,
+                reason: Some(format!("trying earlier sessions' work: {e:#}")),
+                steps: 0,
+                passes_others: Vec::new(),
             }
         }
     }

@@ -1,0 +1,15 @@
+//! Model strategies behind one seam: the agent loop knows only
+//! [`Strategy`]; `tools` (models that call tools) and `whole-file` (small
+//! models, with attempts, refocus and earlier work) implement it.
+
+mod attempts;
+mod blocks;
+mod earlier_work;
+mod seam;
+mod tools;
+mod whole_file;
+
+pub use attempts::Attempts;
+pub use seam::{Restart, Strategy, Turn};
+pub use tools::Tools;
+pub use whole_file::WholeFile;
