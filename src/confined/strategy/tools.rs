@@ -31,8 +31,9 @@ impl Strategy for Tools {
     }
 
     /// The same request at the same temperature runs away the same way, so
-    /// the next is sampled at the retry temperature when one is set (the
-    /// local families get 0.8). Unmeasured for models that call tools.
+    /// the next is sampled at the retry temperature when one is set (by
+    /// default only where `model/family.rs` says it was measured).
+    /// Unmeasured for models that call tools.
     fn answer_cut(&mut self) {
         if let Some(t) = self.retry_temperature {
             self.temperature = Some(t);
