@@ -9,11 +9,9 @@ use anyhow::Context;
 
 use super::agent::Harness;
 use super::checks::SessionChecks;
-use super::edit_check::failing_summary;
-use super::strategy::{Attempts, Strategy, Tools, WholeFile};
+use super::strategy::{Opening, Start};
 use super::{prompt, skills, AgentLoop, Budget};
 use crate::broker::{SessionEvent, WorkerEnd, WorkerLink, WorkerMessage, WorkerReport};
-use crate::config::EditFormat;
 use crate::confined::tools::{run_shell, Registry, ToolContext};
 use crate::protocol::WorkerConfig;
 
@@ -72,76 +70,27 @@ fn run_agent(
     link: &mut WorkerLink,
 ) -> WorkerReport {
     let started = Instant::now();
-    let registries = config.sandbox.profile.network == crate::sandbox::Network::Registries;
-    let policy = || {
-        crate::permissions::Policy::new(&config.permissions).map(|p| {
-            if registries {
-                p.with_registries()
-            } else {
-                p
-            }
-        })
-    };
-    let policies = policy().and_then(|p| Ok((p, policy()?)));
-    let (policy, subagent_policy) = match policies {
+    let (registry, read_only) = match registries(config) {
         Ok(both) => both,
-        Err(e) => {
-            return WorkerReport {
-                ended: WorkerEnd::Failed,
-                reason: Some(format!("{e:#}")),
-                steps: 0,
-                passes_others: Vec::new(),
-            }
-        }
+        Err(e) => return ended(WorkerEnd::Failed, format!("{e:#}")),
     };
-    // A result denied by the sandbox says which profile denied it and what it allows.
-    let hint = |p: crate::sandbox::Profile| move |out: &str| crate::sandbox::denial_hint(&p, out);
-    let registry = Registry::standard()
-        .with_output_cap(config.tool_output_cap)
-        .with_failure_hint(hint(config.sandbox.profile.clone()))
-        .with_policy(policy);
-    // A subagent's bash runs only what the project's rules allow outright.
-    let read_only = Registry::read_only_with_bash(subagent_policy)
-        .with_output_cap(config.tool_output_cap)
-        .with_failure_hint(hint(config.sandbox.profile.clone()));
     let skills = skills::discover(&ctx.workspace, &config.user_skills);
     let checks = SessionChecks::new(config, &ctx.workspace);
     let files_to_change = prompt::files_to_change(config, &ctx.workspace);
-    // A whole-file model is shown the failing check up front and, when it
-    // keeps running it instead of writing, started again from the files.
-    let whole_file =
-        config.harness.edit_format() == EditFormat::WholeFile && config.harness.check_after_edit;
-    let start_check = whole_file
-        .then(|| checks.run_feature(&ctx.workspace))
-        .flatten();
-    if let Some(report) = start_check
-        .as_ref()
-        .filter(|o| o.passed)
-        .and_then(|o| done_at_start(config, &checks, &ctx.workspace, o, link))
-    {
-        return report;
-    }
-    let start_check = start_check.filter(|o| !o.passed);
-    let failing = start_check.as_ref().map(failing_summary);
-    // And once an attempt leaves the check failing, it starts again from the
-    // files as they were, sampled at the retry temperature.
-    let retries = whole_file && config.harness.retry_temperature.is_some();
-    let attempts =
-        retries.then(|| Attempts::new(config, &ctx.workspace, &files_to_change, failing.clone()));
-    // Attempts start at the first: the files and what the check says.
-    let first_attempt = attempts.as_ref().and_then(Attempts::first_message);
-    let attempting = first_attempt.is_some();
-    let strategy: Box<dyn Strategy> = match config.harness.edit_format() {
-        EditFormat::WholeFile => Box::new(WholeFile::new(
-            config,
-            &ctx.workspace,
-            &checks,
-            &files_to_change,
-            whole_file,
-            attempts,
-            attempting,
-        )),
-        EditFormat::Tools => Box::new(Tools::new(&config.harness)),
+    let start = Start {
+        config,
+        workspace: &ctx.workspace,
+        checks: &checks,
+        files: &files_to_change,
+        init_report,
+    };
+    let (strategy, first, failing) = match start.open(link) {
+        Opening::Done(text) => return ended(WorkerEnd::Completed, text),
+        Opening::Loop {
+            strategy,
+            first,
+            failing,
+        } => (strategy, first, failing),
     };
     let harness = Harness {
         registry: &registry,
@@ -153,39 +102,17 @@ fn run_agent(
         files_to_change: &files_to_change,
     };
     let system = prompt::system_prompt(config, &ctx.workspace, &skills);
-    let mut limits = config.budget.clone();
-    if failpoint("worker-overspends", config.session) {
-        limits.steps *= 7;
-        limits.input_tokens = limits.input_tokens.map(|t| t * 7);
-        limits.output_tokens = limits.output_tokens.map(|t| t * 7);
-        limits.cost_usd = limits.cost_usd.map(|c| c * 7.0);
-    }
-    let budget = Budget::new(limits);
-    let first = first_attempt.unwrap_or_else(|| {
-        prompt::first_message(config, &ctx.workspace, init_report, failing.as_deref())
-    });
-    let mut agent = AgentLoop::session(harness, budget, system, first, strategy);
-    if let Some(outcome) = &start_check {
+    let mut agent = AgentLoop::session(harness, budget(config), system, first, strategy);
+    if let Some(outcome) = &failing {
         agent.start_from(outcome);
     }
     // Earlier sessions' best work first: it may need no model call.
     match agent.before_first_turn(link) {
         Ok(None) => {}
-        Ok(Some(text)) => {
-            return WorkerReport {
-                ended: WorkerEnd::Completed,
-                reason: Some(text),
-                steps: 0,
-                passes_others: Vec::new(),
-            }
-        }
+        Ok(Some(text)) => return ended(WorkerEnd::Completed, text),
         Err(e) => {
-            return WorkerReport {
-                ended: WorkerEnd::Failed,
-                reason: Some(format!("trying earlier sessions' work: {e:#}")),
-                steps: 0,
-                passes_others: Vec::new(),
-            }
+            let reason = format!("trying earlier sessions' work: {e:#}");
+            return ended(WorkerEnd::Failed, reason);
         }
     }
     let mut report = match agent.run(link) {
@@ -196,10 +123,8 @@ fn run_agent(
             passes_others: agent.passes_others(),
         },
         Err(e) => WorkerReport {
-            ended: WorkerEnd::Failed,
-            reason: Some(format!("{e:#}")),
             steps: agent.steps(),
-            passes_others: Vec::new(),
+            ..ended(WorkerEnd::Failed, format!("{e:#}"))
         },
     };
     if failpoint("worker-hints", config.session) {
@@ -214,38 +139,53 @@ fn run_agent(
     report
 }
 
-/// The assigned feature's check already passes on the files as the session
-/// found them (work on main made it pass, as one test of several often does
-/// once another's code is in): with the harness's bookkeeping on, it marks
-/// the feature done and commits, and the session ends without a model call.
-/// Verification still runs the check again, from outside. None: the model
-/// is needed after all (the bookkeeping is off, or it failed).
-fn done_at_start(
-    config: &WorkerConfig,
-    checks: &SessionChecks,
-    workspace: &Path,
-    outcome: &super::checks::CheckOutcome,
-    link: &mut WorkerLink,
-) -> Option<WorkerReport> {
-    if !config.harness.commit_when_passing() {
-        return None;
-    }
-    let id = checks.feature_id()?;
-    let command = outcome.command.as_deref().unwrap_or("");
-    let done = super::finish::commit_passing(workspace, id, checks.base(), command).ok()?;
-    let text = format!(
-        "{id}'s check `{command}` already passes on the files as the session found them: {}; no model call",
-        done.unwrap_or_else(|| "nothing was left to commit".to_string())
-    );
-    let _ = link.send(&WorkerMessage::Event {
-        event: SessionEvent::Notice { text: text.clone() },
-    });
-    Some(WorkerReport {
-        ended: WorkerEnd::Completed,
-        reason: Some(text),
+/// A session that ended before any model call, and why.
+fn ended(ended: WorkerEnd, reason: String) -> WorkerReport {
+    WorkerReport {
+        ended,
+        reason: Some(reason),
         steps: 0,
         passes_others: Vec::new(),
-    })
+    }
+}
+
+/// The session's tools and a subagent's, each under the project's
+/// permission rules.
+fn registries(config: &WorkerConfig) -> anyhow::Result<(Registry, Registry)> {
+    let registries = config.sandbox.profile.network == crate::sandbox::Network::Registries;
+    let policy = || {
+        crate::permissions::Policy::new(&config.permissions).map(|p| {
+            if registries {
+                p.with_registries()
+            } else {
+                p
+            }
+        })
+    };
+    let (policy, subagent_policy) = (policy()?, policy()?);
+    // A result denied by the sandbox says which profile denied it and what it allows.
+    let hint = |p: crate::sandbox::Profile| move |out: &str| crate::sandbox::denial_hint(&p, out);
+    let registry = Registry::standard()
+        .with_output_cap(config.tool_output_cap)
+        .with_failure_hint(hint(config.sandbox.profile.clone()))
+        .with_policy(policy);
+    // A subagent's bash runs only what the project's rules allow outright.
+    let read_only = Registry::read_only_with_bash(subagent_policy)
+        .with_output_cap(config.tool_output_cap)
+        .with_failure_hint(hint(config.sandbox.profile.clone()));
+    Ok((registry, read_only))
+}
+
+/// The session's budget (seven times it under the `worker-overspends` fail point).
+fn budget(config: &WorkerConfig) -> Budget {
+    let mut limits = config.budget.clone();
+    if failpoint("worker-overspends", config.session) {
+        limits.steps *= 7;
+        limits.input_tokens = limits.input_tokens.map(|t| t * 7);
+        limits.output_tokens = limits.output_tokens.map(|t| t * 7);
+        limits.cost_usd = limits.cost_usd.map(|c| c * 7.0);
+    }
+    Budget::new(limits)
 }
 
 /// Fault injection for the hostile-worker tests: with

@@ -5,11 +5,11 @@
 mod attempts;
 mod blocks;
 mod earlier_work;
+mod opening;
 mod seam;
 mod tools;
 mod whole_file;
 
-pub use attempts::Attempts;
+pub use opening::{Opening, Start};
 pub use seam::{Restart, Strategy, Turn};
 pub use tools::Tools;
-pub use whole_file::WholeFile;
