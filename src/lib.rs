@@ -30,4 +30,5 @@ pub mod sanitize;
 pub mod schema;
 pub mod skill_files;
 pub mod templates;
+pub mod tripwire;
 pub mod view;

@@ -12,4 +12,5 @@ mod overlay;
 mod reading;
 mod settings;
 mod stall;
+mod tripwire;
 mod workspace;

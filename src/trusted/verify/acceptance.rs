@@ -173,7 +173,7 @@ pub fn overlay(project: &Project, main: Oid, dir: &Path) -> anyhow::Result<usize
 /// Write `data` at `rel` beneath `root`, one component at a time with
 /// O_NOFOLLOW: a symlink or file where a directory belongs is removed, and
 /// so is whatever stands at the file's own name.
-fn write_beneath(root: &Path, rel: &str, data: &[u8], perm: u32) -> anyhow::Result<()> {
+pub(super) fn write_beneath(root: &Path, rel: &str, data: &[u8], perm: u32) -> anyhow::Result<()> {
     let dir_flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_RDONLY;
     let mut dir: OwnedFd = open(root, dir_flags, Mode::empty())?;
     let parts: Vec<&str> = rel.split('/').collect();

@@ -228,6 +228,8 @@ pub async fn run_checks(
     for step in serial {
         if step.name == super::suite::STEP {
             runs.extend(runner.run_suite(index, step, regressions).await);
+        } else if step.kind == StepKind::Feature {
+            runs.push(runner.run_with_tripwire(index, step, main).await);
         } else {
             runs.push(runner.run(index, step).await);
         }
@@ -413,6 +415,51 @@ impl<'a> Runner<'a> {
         self.judged(step, ran)
     }
 
+    /// [`Runner::run`] with a tripwire ([`crate::tripwire`]) in the test
+    /// file the check runs, where it runs one with unittest or pytest: put
+    /// in just before the step and taken out just after, so no other step
+    /// sees it. A run whose report the tripwire contradicts fails with
+    /// [`crate::tripwire::UNTRUSTED`].
+    async fn run_with_tripwire(&self, index: usize, step: Step, main: Oid) -> CheckRun {
+        let repo = &self.project.repo;
+        let planned = repo
+            .find_commit(self.place.candidate)
+            .and_then(|c| c.tree())
+            .ok()
+            .and_then(|tree| {
+                let named = crate::closure::named_files(repo, &tree, &step.command);
+                crate::tripwire::Tripwire::plan(&step.command, &named)
+            });
+        let Some(wire) = planned else {
+            return self.run(index, step).await;
+        };
+        let original = crate::git::read_file_at(repo, main, &wire.file)
+            .ok()
+            .flatten();
+        let Some(original) = original.filter(|_| self.tripwire_frozen(&wire.file)) else {
+            return self.run(index, step).await;
+        };
+        let with = format!("{original}{}", wire.text());
+        let put = |text: &str| {
+            super::acceptance::write_beneath(&self.place.dir, &wire.file, text.as_bytes(), 0o644)
+        };
+        if let Err(e) = put(&with) {
+            tracing::warn!("no tripwire in {}: {e:#}", wire.file);
+            return self.run(index, step).await;
+        }
+        let mut run = self.run(index, step).await;
+        let _ = put(&original);
+        judge_tripwire(&wire, &mut run);
+        run
+    }
+
+    /// Whether `file` is frozen or protected: a tripwire goes only where
+    /// verification puts back main's copy (a file the worker may write is
+    /// the worker's own).
+    fn tripwire_frozen(&self, file: &str) -> bool {
+        super::acceptance::path_rules(self.project).is_ok_and(|r| r.fixed(file))
+    }
+
     /// `[checks] suite`: one step in place of the regression checks, told
     /// where to write its per-feature results (in its own fresh TMPDIR, read
     /// without following a symlink); the verdict rests on its exit status.
@@ -460,6 +507,27 @@ impl Drop for Runner<'_> {
     fn drop(&mut self) {
         let _ = crate::fsutil::remove_tree(&self.scratch);
     }
+}
+
+/// `run`, a step that ran with `wire` in it, judged by what the tripwire saw.
+fn judge_tripwire(wire: &crate::tripwire::Tripwire, run: &mut CheckRun) {
+    use crate::tripwire::Judged;
+    let exit_ok = run.outcome.passed();
+    if matches!(
+        run.outcome,
+        Outcome::CannotRun(_) | Outcome::TimedOut(_) | Outcome::Killed(_)
+    ) {
+        return;
+    }
+    match wire.judge(exit_ok, &run.output_tail) {
+        Judged::Passed => run.outcome = Outcome::Passed,
+        Judged::Failed => {}
+        Judged::Tampered(why) => {
+            run.outcome = Outcome::Failed(1);
+            run.output_tail.push_str(&format!("\n[{why}]"));
+        }
+    }
+    run.passed = run.outcome.passed();
 }
 
 /// Interpreters whose first plain argument is the program they run.
