@@ -245,11 +245,17 @@ pub fn named_files(repo: &Repository, tree: &Tree, command: &str) -> Vec<String>
         match token.as_deref().map(|t| (t, kind(tree, t))) {
             Some((t, Some(ObjectType::Blob))) => files.push(t.to_string()),
             Some((t, Some(ObjectType::Tree))) if !t.is_empty() => dirs.push(t.to_string()),
-            Some((t, _)) if t.contains('.') || t.contains('*') => patterns.push(t.to_string()),
+            // A file pattern for a test runner's discovery (`-p test_x.py`).
+            Some((t, _)) if !t.contains('/') && (t.contains('.') || t.contains('*')) => {
+                patterns.push(t.to_string())
+            }
             _ => {}
         }
     }
-    let globs = glob_set(&patterns);
+    let runner = ["unittest", "pytest", "discover"]
+        .iter()
+        .any(|w| command.contains(w));
+    let globs = glob_set(&patterns).filter(|_| runner);
     if dirs.is_empty() && !patterns.is_empty() && command.contains("discover") {
         dirs.push(String::new());
     }
@@ -666,6 +672,9 @@ mod tests {
         );
         assert!(frozen("grep -qx ok data/d1 && test -x scripts/check.sh").is_empty());
         assert!(frozen("python3 -c 'import tools.lint'").is_empty());
+        // A check about files the work moves freezes none of them.
+        let files = [("lib/m.py", "x = 1\n")];
+        assert!(closure(&files, "test -f pkg/m.py && test ! -e lib").is_empty());
     }
 
     #[test]
