@@ -13,6 +13,7 @@ mod commit;
 mod context;
 mod edit_check;
 mod export;
+mod files_to_change;
 mod finish;
 mod index_stat;
 mod initializer;

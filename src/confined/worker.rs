@@ -76,7 +76,7 @@ fn run_agent(
     };
     let skills = skills::discover(&ctx.workspace, &config.user_skills);
     let checks = SessionChecks::new(config, &ctx.workspace);
-    let files_to_change = prompt::files_to_change(config, &ctx.workspace);
+    let files_to_change = super::files_to_change::files_to_change(config, &ctx.workspace);
     let start = Start {
         config,
         workspace: &ctx.workspace,

@@ -12,7 +12,7 @@ use crate::model::ToolCall;
 /// The files a whole-file session writes, and where.
 pub struct Blocks<'a> {
     pub workspace: &'a Path,
-    /// The session's files to change ([`crate::confined::prompt::files_to_change`]).
+    /// The session's files to change ([`crate::confined::files_to_change::files_to_change`]).
     pub files: &'a [String],
 }
 

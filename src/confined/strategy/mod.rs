@@ -5,6 +5,7 @@
 mod attempts;
 mod blocks;
 mod earlier_work;
+mod messages;
 mod opening;
 mod seam;
 mod tools;

@@ -19,7 +19,7 @@ pub struct Start<'a> {
     pub config: &'a WorkerConfig,
     pub workspace: &'a Path,
     pub checks: &'a SessionChecks,
-    /// The session's files to change ([`prompt::files_to_change`]).
+    /// The session's files to change ([`crate::confined::files_to_change::files_to_change`]).
     pub files: &'a [String],
     /// What `init.sh` said, for the first message.
     pub init_report: &'a str,

@@ -17,6 +17,7 @@ use std::path::Path;
 use super::attempts::{attempt_from, AttemptFrom, Attempts};
 use super::blocks::Blocks;
 use super::earlier_work::Trial;
+use super::messages;
 use super::seam::{FileWrites, Restart, Strategy, Turn};
 use crate::broker::WorkerLink;
 use crate::config::HarnessSettings;
@@ -197,7 +198,7 @@ impl<'a> WholeFile<'a> {
             .checks
             .run_feature(self.workspace)
             .filter(|o| !o.passed)?;
-        prompt::refocus_message(
+        messages::refocus_message(
             self.config,
             self.workspace,
             self.files,
