@@ -198,10 +198,10 @@ impl EditCheck {
         };
         score.others_passing = others.kept + others.gained.len() as u32;
         score.passed &= others.broken.is_empty();
-        let broken = others.broken;
+        let broken = &others.broken;
         let summary = match broken.is_empty() || !outcome.passed {
             true => failing_summary(&outcome),
-            false => broken_summary(&broken),
+            false => broken_summary(broken),
         };
         self.last_broke = (!broken.is_empty() && outcome.passed).then(|| summary.clone());
         let before = self.best.clone();
@@ -217,31 +217,7 @@ impl EditCheck {
             echoed: false,
             as_found: false,
         });
-        // Step 0 is the harness trying earlier sessions' work, not an
-        // attempt: two of them may hold the same state (a session keeps
-        // the near state it tried), and that is no echo.
-        if self.commit_when_passing && step > 0 {
-            // A state shown to an attempt (only when the harness commits)
-            // written back as it was, no better: not shown again.
-            let tree = state.as_ref().map(|s| s.tree);
-            for shown in [self.best.as_mut(), self.near.as_mut()]
-                .into_iter()
-                .flatten()
-            {
-                if Some(shown.tree) == tree && score <= shown.score {
-                    shown.echoed = true;
-                }
-            }
-        }
-        if let Some(state) = state {
-            let nearer = self.near.as_ref().is_none_or(|n| score > n.score);
-            if outcome.passed && !state.broken.is_empty() && self.commit_when_passing && nearer {
-                self.near = Some(state.clone());
-            }
-            if before.as_ref().is_none_or(|b| score > b.score) {
-                self.best = Some(state);
-            }
-        }
+        self.remember(state, step);
         let passed_before = self.last.as_ref().is_some_and(|c| c.score.passed);
         self.last = Some(Checked {
             fingerprint,
@@ -256,19 +232,50 @@ impl EditCheck {
         if passed_before && score.passed && committed.is_none() {
             return None;
         }
-        if !broken.is_empty() && outcome.passed {
-            return Some(format!(
-                "[harness] The harness ran the {} (`{}`) after your edits: {summary}\n\
-                 The harness commits only a change that keeps every feature that passed before passing: keep what made them pass.",
-                outcome.name,
-                outcome.command.as_deref().unwrap_or("")
-            ));
+        Some(told(
+            &outcome,
+            score,
+            counts,
+            &summary,
+            before.as_ref(),
+            committed,
+            &others,
+        ))
+    }
+
+    /// A state just checked (None: it could not be snapshot): marked echoed
+    /// where it is a state shown to an attempt, written back no better; the
+    /// near state when its own check passes while it breaks others; the
+    /// best when it beats the best.
+    fn remember(&mut self, state: Option<Best>, step: u32) {
+        // Step 0 is the harness trying earlier sessions' work, not an
+        // attempt: two of them may hold the same state (a session keeps
+        // the near state it tried), and that is no echo.
+        if self.commit_when_passing && step > 0 {
+            // A state shown to an attempt (only when the harness commits)
+            // written back as it was, no better: not shown again.
+            if let Some(state) = &state {
+                for shown in [self.best.as_mut(), self.near.as_mut()]
+                    .into_iter()
+                    .flatten()
+                {
+                    if shown.tree == state.tree && state.score <= shown.score {
+                        shown.echoed = true;
+                    }
+                }
+            }
         }
-        let mut message = report(&outcome, counts, score, before.as_ref(), committed);
-        if !score.passed {
-            message.push_str(&others_said(&others.gained, &broken));
+        let Some(state) = state else {
+            return;
+        };
+        let score = state.score;
+        let nearer = self.near.as_ref().is_none_or(|n| score > n.score);
+        if state.own_passed && !state.broken.is_empty() && self.commit_when_passing && nearer {
+            self.near = Some(state.clone());
         }
-        Some(message)
+        if self.best.as_ref().is_none_or(|b| score > b.score) {
+            self.best = Some(state);
+        }
     }
 
     /// The workspace is as the session found it again (the harness put it
@@ -507,6 +514,34 @@ pub struct BestFiles {
     pub summary: String,
     /// The step it was reached at (0: before the model's first).
     pub step: u32,
+}
+
+/// What the model is told after the check ran on its edits: when its own
+/// check passes but it breaks features that passed, which; otherwise the
+/// [`report`], with what other features' checks said when it fails.
+fn told(
+    outcome: &CheckOutcome,
+    score: Score,
+    counts: Option<Counts>,
+    summary: &str,
+    before: Option<&Best>,
+    committed: Option<Result<String, String>>,
+    others: &checks::OthersRun,
+) -> String {
+    let broken = &others.broken;
+    if !broken.is_empty() && outcome.passed {
+        return format!(
+            "[harness] The harness ran the {} (`{}`) after your edits: {summary}\n\
+             The harness commits only a change that keeps every feature that passed before passing: keep what made them pass.",
+            outcome.name,
+            outcome.command.as_deref().unwrap_or("")
+        );
+    }
+    let mut message = report(outcome, counts, score, before, committed);
+    if !score.passed {
+        message.push_str(&others_said(&others.gained, broken));
+    }
+    message
 }
 
 /// What other features' checks said on a state whose own check fails:

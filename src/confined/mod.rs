@@ -8,6 +8,7 @@
 
 mod agent;
 mod budget;
+mod calls;
 mod checks;
 mod commit;
 mod context;
@@ -19,6 +20,7 @@ mod index_stat;
 mod initializer;
 mod loops;
 mod prompt;
+mod recovery;
 mod skills;
 mod strategy;
 mod subagent;
