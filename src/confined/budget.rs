@@ -54,6 +54,11 @@ impl Budget {
         Budget::starting_at(limits, self.started)
     }
 
+    /// Wall time left before the session's budget ends it.
+    pub fn time_left(&self) -> Duration {
+        Duration::from_secs(self.limits.wall_time_secs).saturating_sub(self.started.elapsed())
+    }
+
     pub fn steps(&self) -> u32 {
         self.steps
     }

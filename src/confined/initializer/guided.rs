@@ -60,6 +60,8 @@ struct Outcome {
 struct Asker<'a> {
     link: &'a mut WorkerLink,
     budget: Budget,
+    /// The longest model call so far: how long the next may take.
+    longest: Duration,
 }
 
 impl Asker<'_> {
@@ -82,7 +84,10 @@ impl Asker<'_> {
             stop: Vec::new(),
             max_output_tokens: Some(max_output_tokens),
         };
-        match self.link.ask(request, false)? {
+        let started = std::time::Instant::now();
+        let answer = self.link.ask(request, false)?;
+        self.longest = self.longest.max(started.elapsed());
+        match answer {
             OrchestratorMessage::ModelResponse { response, notice } => {
                 self.budget.spend(response.usage, response.cost_usd);
                 if let Some(text) = notice {
@@ -94,6 +99,13 @@ impl Asker<'_> {
         }
     }
 
+    /// Whether a test can still be asked for, judged, sent back once and
+    /// committed before the wall-time budget ends the session: the harness
+    /// keeps what it has rather than be killed with nothing committed.
+    fn time_for_a_test(&self, check_timeout: Duration) -> bool {
+        time_for_a_test(self.budget.time_left(), self.longest, check_timeout)
+    }
+
     fn notice(&mut self, text: String) -> anyhow::Result<()> {
         self.link.send(&WorkerMessage::Event {
             event: SessionEvent::Notice { text },
@@ -101,11 +113,19 @@ impl Asker<'_> {
     }
 }
 
+/// Two calls as long as the longest so far (the test and one send-back),
+/// its check twice, and the commit fit in `left`.
+fn time_for_a_test(left: Duration, longest: Duration, check_timeout: Duration) -> bool {
+    let margin = Duration::from_secs(20) + check_timeout.min(Duration::from_secs(60));
+    left > longest * 2 + margin
+}
+
 /// Run the guided initializer; whatever happens becomes the report.
 pub fn run_guided(config: &WorkerConfig, workspace: &Path, link: &mut WorkerLink) -> WorkerReport {
     let mut asker = Asker {
         link,
         budget: Budget::new(config.budget.clone()),
+        longest: Duration::ZERO,
     };
     let (ended, reason) = match guide(config, workspace, &mut asker) {
         Ok(Ok(summary)) => (WorkerEnd::Completed, summary),
@@ -381,6 +401,14 @@ fn write_tests(
     };
     for (i, p) in planned.into_iter().enumerate() {
         let id = feature_id(i);
+        if !outcome.kept.is_empty() && !asker.time_for_a_test(timeout) {
+            let why = "no time was left in the session's wall-time budget".to_string();
+            asker.notice(format!("left out {id} ({}): {why}", p.description))?;
+            outcome
+                .dropped
+                .push((format!("{id} `{}`", p.description), why));
+            continue;
+        }
         let own: Vec<String> = names
             .iter()
             .filter(|n| mentions(&p.description, n))
@@ -630,6 +658,17 @@ fn progress(framework: Framework, module: &Module, outcome: &Outcome) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_is_asked_for_only_while_two_calls_and_a_check_still_fit() {
+        let s = Duration::from_secs;
+        assert!(time_for_a_test(s(300), s(60), s(600)));
+        assert!(
+            !time_for_a_test(s(150), s(60), s(600)),
+            "120 s of calls and 80 s of margin"
+        );
+        assert!(time_for_a_test(s(150), s(60), s(5)));
+    }
 
     #[test]
     fn the_test_block_is_the_test_not_the_implementation_beside_it() {
