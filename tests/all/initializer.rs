@@ -54,6 +54,11 @@ fn a_guided_initializer_plans_tests_and_drops_a_vacuous_feature() {
         "python3 -m unittest discover -s tests -t . -p test_f001_add.py"
     );
     assert_eq!(
+        features[0]["files"],
+        serde_json::json!(["calc.py"]),
+        "the module is the feature's file to change; the rest of its check's closure is frozen"
+    );
+    assert_eq!(
         env.on_main("tests/test_f001_add.py").as_deref(),
         Some(ADD_TEST)
     );

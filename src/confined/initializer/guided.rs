@@ -623,6 +623,7 @@ fn feature_json(t: &Tested, module: &Module) -> Map<String, Value> {
         "description": t.planned.description,
         "steps": steps,
         "check": t.check,
+        "files": [module.file],
         "passes": false,
     });
     match value {
