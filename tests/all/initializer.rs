@@ -6,7 +6,10 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-const SPEC: &str = "# calc\n\nA Python module `calc.py`:\n\n- `add(a, b)`: the sum.\n- `neg(x)`: minus x.\n- `half(x)`: x / 2.\n\nTests use unittest.\n";
+/// No list of features: the model is asked for the plan.
+const SPEC: &str = "# calc\n\nA Python module `calc.py` with three functions: `add(a, b)` gives the sum, `neg(x)` gives minus x and `half(x)` gives x / 2.\n\nTests use unittest.\n";
+/// Its own numbered feature list: that list is the plan.
+const LISTED: &str = "# calc\n\nA Python module `calc.py`. Tests use unittest.\n\n## Features\n\n1. **Sum.** `add(a, b)` gives\n   the sum.\n2. **Minus.** `neg(x)` gives minus x.\n";
 
 fn block(path: &str, body: &str) -> Value {
     json!({ "text": format!("{path}\n```python\n{body}```\n") })
@@ -83,6 +86,37 @@ fn a_guided_initializer_plans_tests_and_drops_a_vacuous_feature() {
     assert!(
         last.starts_with("[harness] This test cannot be used: it passes with nothing implemented"),
         "{last}"
+    );
+}
+
+#[test]
+fn a_spec_that_lists_its_features_is_the_plan_and_the_model_writes_only_tests() {
+    let env = Env::new();
+    let model = env.model(json!({ "1": [
+        block("tests/test_f001_add.py", ADD_TEST),
+        block("tests/test_f002_neg.py", NEG_TEST),
+    ]}));
+    guided_project(&env, &model);
+    let out = env.init(LISTED, &model);
+    assert!(out.status.success(), "{}", text(&out));
+    let first = env.requests(1)[0]["messages"].to_string();
+    assert!(
+        !first.contains("List the features"),
+        "no plan was asked: {first}"
+    );
+    let list: Value = serde_json::from_str(&env.on_main("features.json").unwrap()).unwrap();
+    let descriptions: Vec<&str> = list["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["description"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        descriptions,
+        vec![
+            "**Sum.** `add(a, b)` gives the sum.",
+            "**Minus.** `neg(x)` gives minus x."
+        ]
     );
 }
 

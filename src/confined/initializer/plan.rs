@@ -2,6 +2,10 @@
 //! `{description, steps}` (in a fenced block or bare, or wrapped as
 //! `{"features": [...]}`), else numbered or bulleted lines. Ids are the
 //! harness's to give, so whatever ids the model wrote are ignored.
+//!
+//! A spec that lists its features already (a list under a heading that
+//! says "feature", or a list each item of which names a function) is its
+//! own plan: [`from_spec`] reads it, and the model is not asked.
 
 use std::sync::LazyLock;
 
@@ -123,6 +127,84 @@ fn loose_strings(text: &str) -> Vec<String> {
     }
 }
 
+/// The spec's own feature list: the top-level list under a heading that
+/// says "feature", else the first list of at least two items each naming a
+/// function (`` `name(`` ); None when there is none or it is longer than `max`.
+pub fn from_spec(spec: &str, max: usize) -> Option<Vec<Planned>> {
+    static CALL: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"`[A-Za-z_][A-Za-z0-9_.]*\(").ok());
+    let names_code = |item: &String| CALL.as_ref().is_some_and(|re| re.is_match(item));
+    let lists = spec_lists(spec);
+    let chosen = lists
+        .iter()
+        .find(|(heading, _)| heading.to_lowercase().contains("feature"))
+        .or_else(|| {
+            lists
+                .iter()
+                .find(|(_, items)| items.len() >= 2 && items.iter().all(names_code))
+        })?;
+    let items = &chosen.1;
+    (items.len() <= max).then(|| {
+        items
+            .iter()
+            .map(|item| Planned {
+                description: item.clone(),
+                steps: Vec::new(),
+            })
+            .collect()
+    })
+}
+
+/// The top-level lists of a markdown text outside code fences, each with
+/// the heading above it; an item's indented lines are part of it.
+fn spec_lists(spec: &str) -> Vec<(String, Vec<String>)> {
+    let mut lists: Vec<(String, Vec<String>)> = Vec::new();
+    let (mut heading, mut fenced, mut open) = (String::new(), false, false);
+    for line in spec.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            open = false;
+            continue;
+        }
+        if fenced || line.trim().is_empty() {
+            continue;
+        }
+        let indented = line.starts_with(' ') || line.starts_with('\t');
+        if let Some(text) = line.strip_prefix('#') {
+            heading = text.trim_start_matches('#').trim().to_string();
+            open = false;
+        } else if let Some(item) = list_item(line) {
+            if !open {
+                lists.push((heading.clone(), Vec::new()));
+                open = true;
+            }
+            if let Some((_, items)) = lists.last_mut() {
+                items.push(item.trim().to_string());
+            }
+        } else if indented && open {
+            if let Some(last) = lists.last_mut().and_then(|(_, items)| items.last_mut()) {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        } else {
+            open = false;
+        }
+    }
+    lists
+}
+
+/// The text of a top-level list item: `- x`, `* x`, `+ x`, `1. x`, `1) x`.
+fn list_item(line: &str) -> Option<&str> {
+    line.strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))
+        .or_else(|| line.strip_prefix("+ "))
+        .or_else(|| {
+            let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let rest = line.get(digits..).filter(|_| digits > 0)?;
+            rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") "))
+        })
+}
+
 /// `1. Parse ...`, `- Parse ...`, `F002: Parse ...`: one feature per line.
 fn from_lines(answer: &str) -> Vec<Planned> {
     answer
@@ -158,6 +240,35 @@ fn numbered(line: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spec_s_numbered_feature_list_is_its_plan_with_each_item_whole() {
+        let spec = "# Shop\n\nA module `shop.py`.\n\n- uses unittest\n\n## Features\n\n1. **Adding.** `add(sku)` adds\n   one item; more text.\n\n2. **Removing.** `remove(sku)`\n   takes one.\n\n```\n3. not an item\n```\n\n## Notes\n\n- later\n";
+        let got = from_spec(spec, 12).unwrap();
+        let descriptions: Vec<&str> = got.iter().map(|p| p.description.as_str()).collect();
+        assert_eq!(
+            descriptions,
+            vec![
+                "**Adding.** `add(sku)` adds one item; more text.",
+                "**Removing.** `remove(sku)` takes one."
+            ]
+        );
+        assert_eq!(from_spec(spec, 1), None, "longer than the most features");
+    }
+
+    #[test]
+    fn a_list_of_functions_is_a_plan_and_a_list_of_prose_is_not() {
+        let functions = "# calc\n\nA module:\n\n- `add(a, b)`: the sum.\n- `neg(x)`: minus x.\n";
+        assert_eq!(from_spec(functions, 12).map(|p| p.len()), Some(2));
+        let prose = "# calc\n\n- fast\n- small\n\nIt has `add(a, b)` and `neg(x)`.\n";
+        assert_eq!(from_spec(prose, 12), None);
+        let one = "# calc\n\n- `add(a, b)`: the sum.\n";
+        assert_eq!(
+            from_spec(one, 12),
+            None,
+            "one function is no list of features"
+        );
+    }
 
     #[test]
     fn a_json_array_in_a_block_is_read_and_its_ids_ignored() {
