@@ -171,11 +171,13 @@ impl Framework {
 
     /// The shape of a test file, for the prompt: a small model fills in a
     /// form far more reliably than it recalls one.
-    pub fn skeleton(self, module: &Module, names: &[String], id: &str) -> String {
-        let first = names.first().map(String::as_str).unwrap_or("the_function");
-        let list = match names.is_empty() {
-            true => first.to_string(),
-            false => names.join(", "),
+    /// `imports` are what the test imports, `call` how it calls the first
+    /// thing it tests (`add`, `Inventory().add`).
+    pub fn skeleton(self, module: &Module, imports: &[String], call: &str, id: &str) -> String {
+        let first = call;
+        let list = match imports.is_empty() {
+            true => "the_function".to_string(),
+            false => imports.join(", "),
         };
         match self {
             Framework::Unittest => format!(

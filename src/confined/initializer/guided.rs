@@ -154,7 +154,8 @@ fn guide(
         write(ws, &path, &text)?;
     }
     let names = stub::spec_names(&spec);
-    write_stub(ws, framework, &module, &names)?;
+    let api = stub::Api::of(&spec, &names);
+    write_stub(ws, framework, &module, &names, &api)?;
     let planned = match plan::from_spec(&spec, MAX_FEATURES) {
         Some(list) => {
             asker.notice("the features are SPEC.md's own list".into())?;
@@ -182,6 +183,7 @@ fn guide(
         framework,
         module: &module,
         timeout,
+        api: &api,
     };
     let outcome = write_tests(asker, ws, &prefix, planned, &mut known, &target)?;
     if outcome.kept.is_empty() {
@@ -200,6 +202,7 @@ fn guide(
         } else {
             &imported
         },
+        &api,
     )?;
     write_contract(ws, framework, &module, &outcome)?;
     let message = format!(
@@ -359,12 +362,13 @@ fn write_stub(
     framework: Framework,
     module: &Module,
     names: &[String],
+    api: &stub::Api,
 ) -> anyhow::Result<()> {
     let current = std::fs::read_to_string(ws.join(&module.file)).ok();
     if !stub::replaceable(current.as_deref()) {
         return Ok(());
     }
-    match stub::render(framework, names) {
+    match stub::render(framework, names, api) {
         Some(text) => write(ws, &module.file, &text),
         None => Ok(()),
     }
@@ -404,6 +408,7 @@ fn write_tests(
         framework,
         module,
         timeout,
+        api,
     } = *target;
     let mut outcome = Outcome {
         kept: Vec::new(),
@@ -440,6 +445,7 @@ fn write_tests(
             } else {
                 own.clone()
             },
+            api,
         };
         match write_test(asker, ws, prefix, &job, names)? {
             Ok(()) => outcome.kept.push(Tested {
@@ -467,6 +473,7 @@ struct Target<'a> {
     framework: Framework,
     module: &'a Module,
     timeout: Duration,
+    api: &'a stub::Api,
 }
 
 /// Ask for one feature's test, write it and judge it; send an unusable
@@ -501,7 +508,7 @@ fn write_test(
                     .collect();
                 if !new.is_empty() {
                     names.extend(new);
-                    write_stub(ws, job.framework, job.module, names)?;
+                    write_stub(ws, job.framework, job.module, names, job.api)?;
                 }
                 match judge(ws, job) {
                     Ok(()) => return Ok(Ok(())),
@@ -539,8 +546,20 @@ fn test_request(job: &TestJob) -> String {
         job.framework.import_line(job.module),
         job.framework.language(),
         job.framework.language(),
-        job.framework.skeleton(job.module, &job.names, job.id)
+        skeleton(job)
     )
+}
+
+/// The test's shape: what it imports, and a call of the first function
+/// (or method) the feature is about, not of a class's constructor.
+fn skeleton(job: &TestJob) -> String {
+    let imports = job.api.imports(&job.names);
+    let capital = |n: &&String| n.starts_with(|c: char| c.is_ascii_uppercase());
+    let call = match job.names.iter().find(|n| !capital(n)).or(job.names.first()) {
+        Some(name) => job.api.call(job.framework, name),
+        None => "the_function".to_string(),
+    };
+    job.framework.skeleton(job.module, &imports, &call, job.id)
 }
 
 /// The test in an answer: the longest closed block that reads like a

@@ -29,6 +29,8 @@ pub struct TestJob<'a> {
     pub timeout: Duration,
     /// The functions this feature is about, for the test's skeleton.
     pub names: Vec<String>,
+    /// Which of them are methods, of which class.
+    pub api: &'a super::stub::Api,
 }
 
 /// Ok when the test is usable; Err says why not, then the output's tail.

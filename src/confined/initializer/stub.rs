@@ -16,9 +16,96 @@ const MARK: &str = "stubs written by the harness";
 /// Function names a spec gives in code spans: `` `word_count(text)` ``.
 pub fn spec_names(spec: &str) -> Vec<String> {
     static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"`(?:[A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)\(").ok()
+        Regex::new(r"`(?:new\s+)?(?:[A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)\(").ok()
     });
     collect(CALL.as_ref(), spec)
+}
+
+/// Which named functions are methods, and of which class: what the stub
+/// and a test's skeleton are shaped by.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Api {
+    /// (method, class), in the spec's order.
+    methods: Vec<(String, String)>,
+}
+
+impl Api {
+    /// A capitalized name is a class (an `...Error` or `...Exception` is
+    /// not one to own methods); a lower-case name the spec first gives after
+    /// a class is that class's method, unless a line that says "export"
+    /// names it; the rest are the module's functions.
+    pub fn of(spec: &str, names: &[String]) -> Api {
+        let first = |name: &str| {
+            ["(", "`", "."]
+                .iter()
+                .flat_map(|end| [format!("`{name}{end}"), format!("`new {name}{end}")])
+                .filter_map(|p| spec.find(&p))
+                .min()
+        };
+        let exported = |name: &str| {
+            spec.lines()
+                .any(|l| l.to_lowercase().contains("export") && l.contains(&format!("`{name}`")))
+        };
+        let classes: Vec<(usize, &String)> = names
+            .iter()
+            .filter(|n| n.starts_with(|c: char| c.is_ascii_uppercase()))
+            .filter(|n| !n.ends_with("Error") && !n.ends_with("Exception"))
+            .filter_map(|n| Some((first(n)?, n)))
+            .collect();
+        let mut methods = Vec::new();
+        for name in names
+            .iter()
+            .filter(|n| n.starts_with(|c: char| c.is_ascii_lowercase()))
+        {
+            let (Some(at), false) = (first(name), exported(name)) else {
+                continue;
+            };
+            let owner = classes
+                .iter()
+                .filter(|(c, _)| *c < at)
+                .max_by_key(|(c, _)| *c);
+            if let Some((_, class)) = owner {
+                methods.push((name.clone(), (*class).clone()));
+            }
+        }
+        Api { methods }
+    }
+
+    pub fn class_of(&self, name: &str) -> Option<&str> {
+        self.methods
+            .iter()
+            .find(|(m, _)| m == name)
+            .map(|(_, c)| c.as_str())
+    }
+
+    fn methods_of(&self, class: &str) -> Vec<&str> {
+        self.methods
+            .iter()
+            .filter(|(_, c)| c == class)
+            .map(|(m, _)| m.as_str())
+            .collect()
+    }
+
+    /// What a test of `names` imports: each method's class instead of it.
+    pub fn imports(&self, names: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for name in names {
+            let top = self.class_of(name).unwrap_or(name).to_string();
+            if !out.contains(&top) {
+                out.push(top);
+            }
+        }
+        out
+    }
+
+    /// How a test calls `name`: `add`, `Inventory().add`, `new Shortener().shorten`.
+    pub fn call(&self, framework: Framework, name: &str) -> String {
+        match (self.class_of(name), framework) {
+            (None, _) => name.to_string(),
+            (Some(class), Framework::NodeTest) => format!("new {class}().{name}"),
+            (Some(class), _) => format!("{class}().{name}"),
+        }
+    }
 }
 
 /// Names a test imports from the module under test.
@@ -101,35 +188,59 @@ pub fn replaceable(current: Option<&str>) -> bool {
 }
 
 /// The stub module's text; None where the framework has no stub form.
-pub fn render(framework: Framework, names: &[String]) -> Option<String> {
+/// The stub module's text for the top-level `names` (a method named there
+/// goes in its class); None where the framework has no stub form.
+pub fn render(framework: Framework, names: &[String], api: &Api) -> Option<String> {
+    let top = api.imports(names);
     match framework {
-        Framework::Unittest | Framework::Pytest => Some(python(names)),
-        Framework::NodeTest => Some(javascript(names)),
+        Framework::Unittest | Framework::Pytest => Some(python(&top, api)),
+        Framework::NodeTest => Some(javascript(&top, api)),
         Framework::CargoTest => None,
     }
 }
 
-fn python(names: &[String]) -> String {
+/// A class whose methods raise: constructing it works, so a test that
+/// only constructs it is seen to assert nothing.
+fn python(names: &[String], api: &Api) -> String {
     let mut text =
         format!("\"\"\"See SPEC.md. These are {MARK}: replace each with the real code.\"\"\"\n");
     for name in names {
         let capital = name.starts_with(|c: char| c.is_ascii_uppercase());
-        text.push_str(&match capital {
-            true => format!("\n\nclass {name}:\n    def __init__(self, *args, **kwargs):\n        raise NotImplementedError(\"{name}\")\n"),
-            false => format!("\n\ndef {name}(*args, **kwargs):\n    raise NotImplementedError(\"{name}\")\n"),
-        });
+        if !capital {
+            text.push_str(&format!(
+                "\n\ndef {name}(*args, **kwargs):\n    raise NotImplementedError(\"{name}\")\n"
+            ));
+            continue;
+        }
+        text.push_str(&format!(
+            "\n\nclass {name}:\n    def __init__(self, *args, **kwargs):\n        pass\n"
+        ));
+        for m in api.methods_of(name) {
+            text.push_str(&format!("\n    def {m}(self, *args, **kwargs):\n        raise NotImplementedError(\"{name}.{m}\")\n"));
+        }
     }
     text
 }
 
-fn javascript(names: &[String]) -> String {
+fn javascript(names: &[String], api: &Api) -> String {
     let mut text = format!(
         "'use strict';\n// See SPEC.md. These are {MARK}: replace each with the real code.\n"
     );
     for name in names {
-        text.push_str(&format!(
-            "\nfunction {name}() {{\n  throw new Error('not implemented: {name}');\n}}\n"
-        ));
+        let methods = api.methods_of(name);
+        if methods.is_empty() && !name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            text.push_str(&format!(
+                "\nfunction {name}() {{\n  throw new Error('not implemented: {name}');\n}}\n"
+            ));
+            continue;
+        }
+        text.push_str(&format!("\nclass {name} {{\n  constructor() {{}}\n"));
+        for m in methods {
+            text.push_str(&format!(
+                "\n  {m}() {{\n    throw new Error('not implemented: {name}.{m}');\n  }}\n"
+            ));
+        }
+        text.push_str("}\n");
     }
     text.push_str(&format!("\nmodule.exports = {{ {} }};\n", names.join(", ")));
     text
@@ -167,7 +278,12 @@ mod tests {
     #[test]
     fn a_python_stub_imports_and_raises() {
         let dir = tempfile::tempdir().unwrap();
-        let text = render(Framework::Unittest, &["add".into(), "Stack".into()]).unwrap();
+        let text = render(
+            Framework::Unittest,
+            &["add".into(), "Stack".into()],
+            &Api::default(),
+        )
+        .unwrap();
         std::fs::write(dir.path().join("m.py"), &text).unwrap();
         let run = |code: &str| {
             std::process::Command::new("python3")
@@ -184,9 +300,66 @@ mod tests {
     }
 
     #[test]
+    fn names_given_after_a_class_are_its_methods_unless_exported() {
+        let spec = "A module exporting `encode`, `decode` and `Shortener`.\n1. `encode(n)` and `decode(c)`.\n2. `new Shortener()` starts empty; `shorten(url)` returns a code and raises `ParseError(x)`.\n3. `resolve(code)`; `top(n)`.\n";
+        let names = spec_names(spec);
+        let api = Api::of(spec, &names);
+        assert_eq!(api.class_of("encode"), None);
+        assert_eq!(api.class_of("shorten"), Some("Shortener"));
+        assert_eq!(
+            api.class_of("top"),
+            Some("Shortener"),
+            "an Error owns no methods"
+        );
+        assert_eq!(
+            api.imports(&["encode".into(), "resolve".into(), "top".into()]),
+            vec!["encode", "Shortener"]
+        );
+        assert_eq!(api.call(Framework::NodeTest, "top"), "new Shortener().top");
+        assert_eq!(api.call(Framework::Unittest, "top"), "Shortener().top");
+        let py = "`Inventory()` starts empty. `add(sku)` adds; `quantity(sku)` is 0.\n";
+        let api = Api::of(py, &spec_names(py));
+        let text = render(Framework::Unittest, &["add".into()], &api).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("inv.py"), &text).unwrap();
+        let out = std::process::Command::new("python3")
+            .args(["-c", "from inv import Inventory\nInventory().quantity('x')"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("NotImplementedError: Inventory.quantity"),
+            "{text}\n{err}"
+        );
+    }
+
+    #[test]
+    fn a_javascript_class_stub_constructs_and_its_methods_throw() {
+        let spec = "`new Shortener()` starts empty; `shorten(url)` gives a code.";
+        let api = Api::of(spec, &spec_names(spec));
+        let text = render(Framework::NodeTest, &["Shortener".into()], &api).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.js"), &text).unwrap();
+        let out = std::process::Command::new("node")
+            .args([
+                "-e",
+                "const { Shortener } = require('./s.js'); new Shortener().shorten('a')",
+            ])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("not implemented: Shortener.shorten"),
+            "{text}\n{err}"
+        );
+    }
+
+    #[test]
     fn a_javascript_stub_exports_and_throws() {
         let dir = tempfile::tempdir().unwrap();
-        let text = render(Framework::NodeTest, &["slugify".into()]).unwrap();
+        let text = render(Framework::NodeTest, &["slugify".into()], &Api::default()).unwrap();
         std::fs::write(dir.path().join("s.js"), &text).unwrap();
         let out = std::process::Command::new("node")
             .args(["-e", "require('./s.js').slugify('a')"])
