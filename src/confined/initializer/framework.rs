@@ -170,31 +170,42 @@ impl Framework {
     }
 
     /// The shape of a test file, for the prompt: a small model fills in a
-    /// form far more reliably than it recalls one.
-    /// `imports` are what the test imports, `call` how it calls the first
-    /// thing it tests (`add`, `Inventory().add`).
-    pub fn skeleton(self, module: &Module, imports: &[String], call: &str, id: &str) -> String {
-        let first = call;
+    /// form far more reliably than it recalls one. `imports` are what the
+    /// test imports; `setup` makes the object a method is called on (empty
+    /// for a function), `call` calls the first thing tested (`add`,
+    /// `inventory.add`). Two tests, so that one is not grown without end.
+    pub fn skeleton(
+        self,
+        module: &Module,
+        imports: &[String],
+        (setup, call): (&str, &str),
+        id: &str,
+    ) -> String {
         let list = match imports.is_empty() {
             true => "the_function".to_string(),
             false => imports.join(", "),
         };
+        let line = |indent: &str| match setup.is_empty() {
+            true => String::new(),
+            false => format!("{indent}{setup}\n"),
+        };
+        let import = &module.import;
         match self {
             Framework::Unittest => format!(
-                "import unittest\nfrom {} import {list}\n\n\nclass Test{id}(unittest.TestCase):\n    def test_example(self):\n        self.assertEqual({first}(...), ...)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
-                module.import
+                "import unittest\nfrom {import} import {list}\n\n\nclass Test{id}(unittest.TestCase):\n    def test_example(self):\n{}        self.assertEqual({call}(...), ...)\n\n    def test_another_case(self):\n        ...\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
+                line("        ")
             ),
             Framework::Pytest => format!(
-                "from {} import {list}\n\n\ndef test_example():\n    assert {first}(...) == ...\n",
-                module.import
+                "from {import} import {list}\n\n\ndef test_example():\n{}    assert {call}(...) == ...\n\n\ndef test_another_case():\n    ...\n",
+                line("    ")
             ),
             Framework::NodeTest => format!(
-                "const test = require('node:test');\nconst assert = require('node:assert');\nconst {{ {list} }} = require('{}');\n\ntest('example', () => {{\n  assert.deepStrictEqual({first}(...), ...);\n}});\n",
-                module.import
+                "const test = require('node:test');\nconst assert = require('node:assert');\nconst {{ {list} }} = require('{import}');\n\ntest('example', () => {{\n{}  assert.deepStrictEqual({call}(...), ...);\n}});\n\ntest('another case', () => {{\n  // ...\n}});\n",
+                line("  ")
             ),
             Framework::CargoTest => format!(
-                "use {}::*;\n\n#[test]\nfn example() {{\n    assert_eq!({first}(...), ...);\n}}\n",
-                module.import
+                "use {import}::*;\n\n#[test]\nfn example() {{\n{}    assert_eq!({call}(...), ...);\n}}\n\n#[test]\nfn another_case() {{\n    // ...\n}}\n",
+                line("    ")
             ),
         }
     }

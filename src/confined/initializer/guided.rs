@@ -35,7 +35,7 @@ const MAX_FEATURES: usize = 12;
 /// Uncapped, the 1.5B Qwen coder wrote one test file of 3,686 tokens, each
 /// test a copy of the last with one more space, until the server's cap.
 const PLAN_TOKENS: u32 = 1500;
-const TEST_TOKENS: u32 = 1200;
+const TEST_TOKENS: u32 = 900;
 /// Bytes of SPEC.md put in a prompt.
 const SPEC_BYTES: usize = 24 * 1024;
 
@@ -555,11 +555,12 @@ fn test_request(job: &TestJob) -> String {
 fn skeleton(job: &TestJob) -> String {
     let imports = job.api.imports(&job.names);
     let capital = |n: &&String| n.starts_with(|c: char| c.is_ascii_uppercase());
-    let call = match job.names.iter().find(|n| !capital(n)).or(job.names.first()) {
+    let (setup, call) = match job.names.iter().find(|n| !capital(n)).or(job.names.first()) {
         Some(name) => job.api.call(job.framework, name),
-        None => "the_function".to_string(),
+        None => (String::new(), "the_function".to_string()),
     };
-    job.framework.skeleton(job.module, &imports, &call, job.id)
+    job.framework
+        .skeleton(job.module, &imports, (&setup, &call), job.id)
 }
 
 /// The test in an answer: the longest closed block that reads like a
@@ -588,17 +589,22 @@ fn test_block(answer: &str, framework: Framework) -> Option<String> {
 }
 
 /// A block cut off by the output cap, up to its last whole test: the
-/// tests before the one it was writing when cut are kept.
+/// tests before the one it was writing when cut are kept. A Python block
+/// whose first test was cut (a small model repeating one assertion until
+/// the cap) keeps that test up to its last whole line.
 fn whole_tests(body: &str, framework: Framework) -> Option<String> {
     let end = match framework {
         Framework::Unittest | Framework::Pytest => {
             let last = body
                 .rfind("\n    def test")
                 .or_else(|| body.rfind("\ndef test"))?;
-            body[..last]
+            let before = body[..last]
                 .rfind("\n    def test")
-                .or_else(|| body[..last].rfind("\ndef test"))?;
-            last
+                .or_else(|| body[..last].rfind("\ndef test"));
+            match before {
+                Some(_) => last,
+                None => body.rfind('\n').filter(|end| *end > last)?,
+            }
         }
         Framework::NodeTest => body.rfind("\n});\n")? + 5,
         Framework::CargoTest => body.rfind("\n}\n")? + 3,
@@ -716,11 +722,11 @@ mod tests {
             kept.ends_with("self.assertEqual(1, 1)\n") && !kept.contains("test_b"),
             "{kept}"
         );
-        let one = "```python\nimport unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.as";
+        let one = "```python\nimport unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), 2)\n        self.assertEqual(f(2), 3)\n        self.as";
         assert_eq!(
-            test_block(one, Framework::Unittest),
-            None,
-            "no whole test in it"
+            test_block(one, Framework::Unittest).as_deref(),
+            Some("import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), 2)\n        self.assertEqual(f(2), 3)\n"),
+            "a first test cut in its body is kept up to its last whole line"
         );
     }
 }

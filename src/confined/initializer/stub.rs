@@ -98,13 +98,19 @@ impl Api {
         out
     }
 
-    /// How a test calls `name`: `add`, `Inventory().add`, `new Shortener().shorten`.
-    pub fn call(&self, framework: Framework, name: &str) -> String {
-        match (self.class_of(name), framework) {
-            (None, _) => name.to_string(),
-            (Some(class), Framework::NodeTest) => format!("new {class}().{name}"),
-            (Some(class), _) => format!("{class}().{name}"),
-        }
+    /// How a test calls `name`: the line making the object it is a method
+    /// of (empty for a function), and the call: (``, `add`), (`inventory =
+    /// Inventory()`, `inventory.add`), (`const s = new S();`, `s.top`).
+    pub fn call(&self, framework: Framework, name: &str) -> (String, String) {
+        let Some(class) = self.class_of(name) else {
+            return (String::new(), name.to_string());
+        };
+        let var = class.to_lowercase();
+        let setup = match framework {
+            Framework::NodeTest => format!("const {var} = new {class}();"),
+            _ => format!("{var} = {class}()"),
+        };
+        (setup, format!("{var}.{name}"))
     }
 }
 
@@ -315,8 +321,13 @@ mod tests {
             api.imports(&["encode".into(), "resolve".into(), "top".into()]),
             vec!["encode", "Shortener"]
         );
-        assert_eq!(api.call(Framework::NodeTest, "top"), "new Shortener().top");
-        assert_eq!(api.call(Framework::Unittest, "top"), "Shortener().top");
+        let (setup, call) = api.call(Framework::NodeTest, "top");
+        assert_eq!(
+            (setup.as_str(), call.as_str()),
+            ("const shortener = new Shortener();", "shortener.top")
+        );
+        let (setup, call) = api.call(Framework::Unittest, "encode");
+        assert_eq!((setup.as_str(), call.as_str()), ("", "encode"));
         let py = "`Inventory()` starts empty. `add(sku)` adds; `quantity(sku)` is 0.\n";
         let api = Api::of(py, &spec_names(py));
         let text = render(Framework::Unittest, &["add".into()], &api).unwrap();
