@@ -290,9 +290,21 @@ fn source_files(spec: &str) -> Vec<String> {
     let Some(re) = FILE.as_ref() else {
         return Vec::new();
     };
-    let mut found: Vec<String> = Vec::new();
+    // Names in code spans first; a bare `Node.js` or `Vue.js` in prose is a
+    // product, not a file.
+    let (mut spans, mut bare): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for c in re.captures_iter(spec) {
         let name = c[1].to_string();
+        let in_span = c.get(0).is_some_and(|m| m.as_str().starts_with('`'));
+        let product = name.starts_with(|c: char| c.is_ascii_uppercase()) && name.ends_with(".js");
+        match in_span {
+            true => spans.push(name),
+            false if !product => bare.push(name),
+            false => {}
+        }
+    }
+    let mut found: Vec<String> = Vec::new();
+    for name in spans.into_iter().chain(bare) {
         if !found.contains(&name) {
             found.push(name);
         }
@@ -324,6 +336,21 @@ pub fn slug(description: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_module_is_the_file_a_code_span_names_not_a_product_in_prose() {
+        let spec =
+            "A Node.js module `shortener.js` at the top (CommonJS). Tests use `node --test`.";
+        let m = Framework::NodeTest.module(spec, Path::new("/nonexistent"));
+        assert_eq!(m.file, "shortener.js");
+        let bare = "A Node.js module shortener.js. Tests use node --test.";
+        assert_eq!(
+            Framework::NodeTest
+                .module(bare, Path::new("/nonexistent"))
+                .file,
+            "shortener.js"
+        );
+    }
 
     #[test]
     fn the_spec_and_the_workspace_choose_the_framework() {
