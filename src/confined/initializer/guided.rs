@@ -35,7 +35,10 @@ const MAX_FEATURES: usize = 12;
 /// Uncapped, the 1.5B Qwen coder wrote one test file of 3,686 tokens, each
 /// test a copy of the last with one more space, until the server's cap.
 const PLAN_TOKENS: u32 = 1500;
-const TEST_TOKENS: u32 = 900;
+/// On the dev specs its usable test answers took 150-460 tokens, and the
+/// ones that repeat one assertion ran to any cap: a loop is cut at 700 and
+/// kept up to its last whole line.
+const TEST_TOKENS: u32 = 700;
 /// Bytes of SPEC.md put in a prompt.
 const SPEC_BYTES: usize = 24 * 1024;
 
@@ -606,10 +609,20 @@ fn whole_tests(body: &str, framework: Framework) -> Option<String> {
                 None => body.rfind('\n').filter(|end| *end > last)?,
             }
         }
-        Framework::NodeTest => body.rfind("\n});\n")? + 5,
+        Framework::NodeTest => match body.rfind("\n});\n") {
+            Some(end) => end + 5,
+            None => return cut_first_test(body, "test(", "});\n"),
+        },
         Framework::CargoTest => body.rfind("\n}\n")? + 3,
     };
     Some(body[..end].trim_end().to_string() + "\n")
+}
+
+/// A block cut inside its first `opener` test: its whole lines, closed.
+fn cut_first_test(body: &str, opener: &str, close: &str) -> Option<String> {
+    let start = body.find(opener)?;
+    let end = body.rfind('\n').filter(|end| *end > start)?;
+    Some(format!("{}\n{close}", body[..end].trim_end()))
 }
 
 /// features.json, init.sh, progress.md and .gitignore for what was kept.
@@ -727,6 +740,11 @@ mod tests {
             test_block(one, Framework::Unittest).as_deref(),
             Some("import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), 2)\n        self.assertEqual(f(2), 3)\n"),
             "a first test cut in its body is kept up to its last whole line"
+        );
+        let js = "```javascript\nconst test = require('node:test');\n\ntest('a', () => {\n  assert.strictEqual(f(1), 2);\n  assert.str";
+        assert_eq!(
+            test_block(js, Framework::NodeTest).as_deref(),
+            Some("const test = require('node:test');\n\ntest('a', () => {\n  assert.strictEqual(f(1), 2);\n});\n")
         );
     }
 }
