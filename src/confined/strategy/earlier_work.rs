@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use super::attempts::attempt_from;
+use super::saved::Saved;
 use crate::broker::{SessionEvent, WorkerLink, WorkerMessage};
 use crate::confined::checks::SessionChecks;
 use crate::confined::edit_check::EditCheck;
@@ -24,9 +25,6 @@ pub struct Trial<'a> {
     /// The session's files to change: the only files written.
     pub files: &'a [String],
 }
-
-/// A file to change as the session found it: its content (None: absent) and mode.
-type Found<'n> = (&'n String, Option<Vec<u8>>, u32);
 
 impl Trial<'_> {
     /// Try each of `work` like an attempt. One that passes this feature's
@@ -43,7 +41,7 @@ impl Trial<'_> {
     ) -> anyhow::Result<Option<String>> {
         // Never through a symlink (one that is not a regular file: nothing is tried).
         let tree = Beneath::open(self.workspace)?;
-        let Some(found) = self.as_found(&tree) else {
+        let Some(found) = Saved::take(&tree, self.workspace, self.files) else {
             return Ok(None);
         };
         let mut tried = Vec::new();
@@ -61,8 +59,7 @@ impl Trial<'_> {
             }
             seen.push(files.clone());
             for (path, text) in &files {
-                let mode = found.iter().find(|f| f.0 == path).map_or(0o644, |f| f.2);
-                tree.write(Path::new(path), text.as_bytes(), mode)?;
+                tree.write(Path::new(path), text.as_bytes(), found.mode_of(path))?;
             }
             tried.push(earlier.session.to_string());
             if self.passes(edit_check) {
@@ -97,19 +94,6 @@ impl Trial<'_> {
         Ok(None)
     }
 
-    /// Each file to change as found, with its mode; None when one cannot be read.
-    fn as_found(&self, tree: &Beneath) -> Option<Vec<Found<'_>>> {
-        let mut found = Vec::new();
-        for name in self.files {
-            let body = tree.read(Path::new(name)).ok()?;
-            let mode = std::fs::symlink_metadata(self.workspace.join(name)).map_or(0o644, |m| {
-                std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777
-            });
-            found.push((name, body, mode));
-        }
-        Some(found)
-    }
-
     /// The checks as after an edit; whether the state passes and the harness committed it.
     fn passes(&self, edit_check: &mut EditCheck) -> bool {
         edit_check.after_turn(self.checks, self.workspace, 0);
@@ -126,15 +110,10 @@ impl Trial<'_> {
     fn put_back(
         &self,
         tree: &Beneath,
-        found: &[Found<'_>],
+        found: &Saved<'_>,
         edit_check: &mut EditCheck,
     ) -> anyhow::Result<()> {
-        for (name, body, mode) in found {
-            match body {
-                Some(body) => tree.write(Path::new(name), body, *mode)?,
-                None => tree.remove_file(Path::new(name))?,
-            }
-        }
+        found.put_back(tree)?;
         edit_check.found_again(self.workspace);
         Ok(())
     }

@@ -7,6 +7,7 @@ mod blocks;
 mod earlier_work;
 mod messages;
 mod opening;
+mod saved;
 mod seam;
 mod tools;
 mod whole_file;
