@@ -47,6 +47,17 @@ pub enum WorkerMessage {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         subagent: bool,
     },
+    /// Ask the model for `count` answers to one request at once (`[harness]
+    /// candidates`): the first as `request` is, every other at
+    /// `temperature` when set. The orchestrator serves at most as many as
+    /// longrun.toml allows and the step budget leaves, each a request of
+    /// its own, and answers with `ModelCandidates` or `ModelError`.
+    ModelCandidates {
+        request: ChatRequest,
+        count: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        temperature: Option<f64>,
+    },
     /// Something happened that the orchestrator records (and shows as progress).
     Event { event: SessionEvent },
     /// The session is over; the worker exits after sending this.
@@ -60,6 +71,15 @@ pub enum OrchestratorMessage {
     ModelResponse {
         response: ChatResponse,
         /// A message from the harness to put before the next request (e.g. "stop now").
+        #[serde(default)]
+        notice: Option<String>,
+    },
+    /// The answers to a `ModelCandidates` request that came back, in the
+    /// order asked; `asked`: the requests made and counted (the rest failed,
+    /// each recorded in the transcript).
+    ModelCandidates {
+        responses: Vec<ChatResponse>,
+        asked: u32,
         #[serde(default)]
         notice: Option<String>,
     },
@@ -222,6 +242,22 @@ impl WorkerLink {
         subagent: bool,
     ) -> anyhow::Result<OrchestratorMessage> {
         self.send(&WorkerMessage::ModelRequest { request, subagent })?;
+        self.receive()
+    }
+
+    /// Ask for `count` candidates of `request` (those after the first at
+    /// `temperature`) and wait for the answers.
+    pub fn ask_candidates(
+        &mut self,
+        request: ChatRequest,
+        count: u32,
+        temperature: Option<f64>,
+    ) -> anyhow::Result<OrchestratorMessage> {
+        self.send(&WorkerMessage::ModelCandidates {
+            request,
+            count,
+            temperature,
+        })?;
         self.receive()
     }
 }

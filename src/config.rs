@@ -12,7 +12,9 @@ use crate::error::bad_input;
 mod harness;
 mod notify;
 mod review;
-pub use harness::{EditFormat, HarnessSettings, InitializerMode, DEFAULT_RETRY_TEMPERATURE};
+pub use harness::{
+    EditFormat, HarnessSettings, InitializerMode, DEFAULT_RETRY_TEMPERATURE, MAX_CANDIDATES,
+};
 pub use notify::NotifySection;
 pub use review::{ReviewMode, ReviewSection};
 
@@ -492,6 +494,17 @@ impl Config {
                 )));
             }
         }
+        for (field, n) in [
+            ("candidates", config.harness.candidates),
+            ("repair_candidates", config.harness.repair_candidates),
+        ] {
+            if !(1..=MAX_CANDIDATES).contains(&n) {
+                return Err(bad_input(format!(
+                    "{}: [harness] {field} = {n} is out of range; use a number from 1 (one answer per attempt) to {MAX_CANDIDATES}, or remove it",
+                    origin.display()
+                )));
+            }
+        }
         for (field, patterns) in [
             ("protected", &config.run.protected),
             ("frozen", &config.run.frozen),
@@ -581,6 +594,30 @@ mod tests {
             assert!(Config::parse(&text, path).is_ok(), "{covered}");
         }
         assert!(Config::parse("", path).is_ok());
+    }
+
+    #[test]
+    fn candidates_out_of_range_name_the_field_and_the_range() {
+        let path = Path::new("/p/longrun.toml");
+        for (text, field) in [
+            ("candidates = 0", "candidates = 0"),
+            ("repair_candidates = 17", "repair_candidates = 17"),
+        ] {
+            let err = Config::parse(&format!("[harness]\n{text}\n"), path).unwrap_err();
+            assert!(
+                format!("{err:#}").contains(&format!(
+                    "/p/longrun.toml: [harness] {field} is out of range; use a number from 1 (one answer per attempt) to 16"
+                )),
+                "{err:#}"
+            );
+        }
+        let unset = Config::parse("", path).unwrap().harness;
+        assert_eq!((unset.candidates, unset.repair_candidates), (1, 1));
+        assert!(!unset.searches());
+        let set = Config::parse("[harness]\ncandidates = 4\n", path)
+            .unwrap()
+            .harness;
+        assert_eq!((set.max_candidates(), set.searches()), (4, true));
     }
 
     #[test]

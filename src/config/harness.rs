@@ -61,7 +61,20 @@ pub struct HarnessSettings {
     /// (they do not drive tools well enough to leave a features.json),
     /// open for the rest.
     pub initializer: Option<InitializerMode>,
+    /// Whole-file sessions with attempts (a retry temperature set): answers
+    /// asked for attempt 1 at once, the first at the session's temperature
+    /// and the rest at the retry temperature; the harness writes each, runs
+    /// the feature's check on it and keeps the best, and the next attempt
+    /// repairs that one. 1: one answer per attempt.
+    pub candidates: u32,
+    /// The same for every later attempt: the repairs of the best state so far.
+    pub repair_candidates: u32,
 }
+
+/// The most candidates one attempt may ask for (`[harness] candidates`,
+/// `repair_candidates`): a local server serves as many slots as it was
+/// started with, and each candidate is a check run.
+pub const MAX_CANDIDATES: u32 = 16;
 
 /// How the initializer session works ([`HarnessSettings::initializer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +118,8 @@ impl Default for HarnessSettings {
             commit_when_passing: None,
             retry_temperature: None,
             initializer: None,
+            candidates: 1,
+            repair_candidates: 1,
         }
     }
 }
@@ -120,6 +135,18 @@ impl HarnessSettings {
             (None, EditFormat::WholeFile) => InitializerMode::Guided,
             (None, EditFormat::Tools) => InitializerMode::Open,
         }
+    }
+
+    /// The most candidates any attempt asks for: what the orchestrator serves at once.
+    pub fn max_candidates(&self) -> u32 {
+        self.candidates
+            .max(self.repair_candidates)
+            .clamp(1, MAX_CANDIDATES)
+    }
+
+    /// Whether attempts ask for several candidates, and so repair the best one.
+    pub fn searches(&self) -> bool {
+        self.max_candidates() > 1
     }
 
     pub fn commit_when_passing(&self) -> bool {

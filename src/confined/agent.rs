@@ -342,7 +342,7 @@ impl<'a> AgentLoop<'a> {
             let bytes = self.conversation.request_bytes();
             let mut request = self.conversation.request();
             self.strategy.shape(&mut request);
-            match self.ask(link, request)? {
+            match self.ask_turn(link, request)? {
                 OrchestratorMessage::ModelResponse { response, notice } => {
                     self.conversation
                         .calibrate(bytes, response.usage.input_tokens);
@@ -359,8 +359,55 @@ impl<'a> AgentLoop<'a> {
                     }
                 }
                 OrchestratorMessage::ModelError { message, .. } => return Ok(Err(message)),
+                OrchestratorMessage::ModelCandidates { .. } => {
+                    anyhow::bail!("the orchestrator answered one request with candidates")
+                }
             }
         }
+    }
+
+    /// The next turn's answer: one, or the one the strategy chooses of the
+    /// candidates it asks for (at most the steps left).
+    fn ask_turn(
+        &mut self,
+        link: &mut WorkerLink,
+        request: ChatRequest,
+    ) -> anyhow::Result<OrchestratorMessage> {
+        let wanted = self
+            .strategy
+            .candidates(turn(&mut self.edit_check, &self.budget));
+        let count = wanted.min(self.budget.requests_left());
+        if count <= 1 || self.subagent {
+            return self.ask(link, request);
+        }
+        let started = Instant::now();
+        let temperature = self.harness.settings.retry_temperature;
+        let answer = link.ask_candidates(request, count, temperature)?;
+        let OrchestratorMessage::ModelCandidates {
+            responses,
+            asked,
+            notice,
+        } = answer
+        else {
+            (0..count).for_each(|_| self.budget.step());
+            self.waiting += started.elapsed();
+            return Ok(answer);
+        };
+        // Every candidate is a step, and what each spent counts.
+        (0..asked.max(1)).for_each(|_| self.budget.step());
+        for r in &responses {
+            self.budget.spend(r.usage, r.cost_usd);
+        }
+        // Judging runs the check once per candidate: time in tools.
+        let chosen = self.strategy.choose(&responses);
+        self.waiting += started.elapsed();
+        if let Some(text) = chosen.notice {
+            self.event(link, SessionEvent::Notice { text })?;
+        }
+        let Some(response) = responses.into_iter().nth(chosen.index) else {
+            anyhow::bail!("the orchestrator sent no candidate back");
+        };
+        Ok(OrchestratorMessage::ModelResponse { response, notice })
     }
 
     /// One model call, one step (the orchestrator counts every request);
@@ -388,7 +435,8 @@ impl<'a> AgentLoop<'a> {
         let summary = match self.ask(link, request)? {
             OrchestratorMessage::ModelResponse { response, .. } => response.text,
             // Too long even to summarize, or the model failed: the harness's own record will do.
-            OrchestratorMessage::ModelError { .. } => String::new(),
+            OrchestratorMessage::ModelError { .. }
+            | OrchestratorMessage::ModelCandidates { .. } => String::new(),
         };
         let todos = if self.todos.is_empty() {
             String::new()

@@ -63,6 +63,11 @@ impl Budget {
         self.steps
     }
 
+    /// Model requests left before the step limit.
+    pub fn requests_left(&self) -> u32 {
+        self.limits.steps.saturating_sub(self.steps)
+    }
+
     pub fn usage(&self) -> Usage {
         self.usage
     }

@@ -394,28 +394,19 @@ impl EditCheck {
         names: &[String],
     ) -> Option<BestFiles> {
         let best = self.to_build_on(at_start, true)?;
-        let repo = Repository::open(workspace).ok()?;
-        let tree = repo.find_tree(best.tree).ok()?;
-        let files = names
-            .iter()
-            .map(|name| {
-                let body = tree
-                    .get_path(Path::new(name))
-                    .ok()
-                    .and_then(|e| e.to_object(&repo).ok())
-                    .and_then(|o| o.peel_to_blob().ok())
-                    .and_then(|b| String::from_utf8(b.content().to_vec()).ok());
-                (name.clone(), body)
-            })
-            .collect();
-        Some(BestFiles {
-            files,
-            gained: best.gained.clone(),
-            broken: best.broken.clone(),
-            own_passes: best.own_passed,
-            summary: best.summary.clone(),
-            step: best.step,
-        })
+        best_files(best, workspace, names)
+    }
+
+    /// The best state so far for the next attempt to repair, when attempts
+    /// search (`[harness] candidates`): the best by score once it is not
+    /// the files as found, while its check fails there and no attempt shown
+    /// it wrote it back unchanged; as `names` are there.
+    pub fn best_to_repair(&self, workspace: &Path, names: &[String]) -> Option<BestFiles> {
+        let best = self
+            .best
+            .as_ref()
+            .filter(|b| !b.as_found && !b.score.passed && !b.echoed)?;
+        best_files(best, workspace, names)
     }
 
     /// The check passes: the feature marked done and the work committed by
@@ -496,6 +487,33 @@ impl EditCheck {
         restore(workspace, best.tree, &said)?;
         Ok(Some(format!("kept {said}")))
     }
+}
+
+/// `best`'s files among `names` (None: absent there or not text), with
+/// what it passes and breaks, for an attempt's message.
+fn best_files(best: &Best, workspace: &Path, names: &[String]) -> Option<BestFiles> {
+    let repo = Repository::open(workspace).ok()?;
+    let tree = repo.find_tree(best.tree).ok()?;
+    let files = names
+        .iter()
+        .map(|name| {
+            let body = tree
+                .get_path(Path::new(name))
+                .ok()
+                .and_then(|e| e.to_object(&repo).ok())
+                .and_then(|o| o.peel_to_blob().ok())
+                .and_then(|b| String::from_utf8(b.content().to_vec()).ok());
+            (name.clone(), body)
+        })
+        .collect();
+    Some(BestFiles {
+        files,
+        gained: best.gained.clone(),
+        broken: best.broken.clone(),
+        own_passes: best.own_passed,
+        summary: best.summary.clone(),
+        step: best.step,
+    })
 }
 
 /// The files of the best state so far, for the next attempt to build on

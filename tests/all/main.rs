@@ -25,6 +25,7 @@ mod resume;
 mod roles;
 mod sandbox;
 mod scale;
+mod search;
 mod session;
 mod source;
 mod terminal;

@@ -44,11 +44,11 @@ fn commit_turn() -> Value {
     )])
 }
 
-fn messages(request: &Value) -> &Vec<Value> {
+pub(crate) fn messages(request: &Value) -> &Vec<Value> {
     request["messages"].as_array().unwrap()
 }
 
-fn user_texts(request: &Value) -> Vec<String> {
+pub(crate) fn user_texts(request: &Value) -> Vec<String> {
     messages(request)
         .iter()
         .filter(|m| m["role"] == "user")
@@ -56,7 +56,7 @@ fn user_texts(request: &Value) -> Vec<String> {
         .collect()
 }
 
-fn last_verdict(env: &Env) -> String {
+pub(crate) fn last_verdict(env: &Env) -> String {
     env.git(&["log", "--first-parent", "-1", "--format=%B"])
 }
 
@@ -369,7 +369,7 @@ fn the_first_message_shows_the_files_the_feature_names() {
 
 /// An initializer whose one feature F001 (`description`, `check`, one
 /// step: edit m.py) comes with `files` written beside it.
-fn one_file_feature(description: &str, check: &str, files: &[(&str, &str)]) -> Value {
+pub(crate) fn one_file_feature(description: &str, check: &str, files: &[(&str, &str)]) -> Value {
     feature_with_files(description, check, "edit m.py", files)
 }
 
@@ -1524,7 +1524,7 @@ fn m_py_says_a_and_b() -> Value {
 }
 
 /// The texts of session `n`'s notices, in order.
-fn notices(env: &Env, n: u32) -> Vec<String> {
+pub(crate) fn notices(env: &Env, n: u32) -> Vec<String> {
     env.transcript(n)
         .into_iter()
         .filter(|e| e["event"]["kind"] == "notice")
@@ -1547,7 +1547,7 @@ fn run_whole_file(env: &Env, init: Value, worker: Value, settings: &[&str]) {
 
 /// In longrun.toml (uncommitted): whole-file edits, the harness's
 /// bookkeeping and each of `settings` (a line longrun.toml has commented out).
-fn set_whole_file(env: &Env, settings: &[&str]) {
+pub(crate) fn set_whole_file(env: &Env, settings: &[&str]) {
     let path = env.project().join("longrun.toml");
     let mut toml = std::fs::read_to_string(&path).unwrap();
     let lines = ["edit_format = \"whole-file\"", "commit_when_passing = true"];

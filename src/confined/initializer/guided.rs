@@ -99,6 +99,9 @@ impl Asker<'_> {
                 Ok(Ok(response.text))
             }
             OrchestratorMessage::ModelError { message, .. } => Ok(Err(message)),
+            OrchestratorMessage::ModelCandidates { .. } => {
+                anyhow::bail!("the orchestrator answered one request with candidates")
+            }
         }
     }
 

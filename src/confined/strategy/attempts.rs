@@ -27,6 +27,10 @@ pub struct AttemptFrom<'s> {
     /// misses came late in a session, and the next attempt, written anew,
     /// was its last).
     pub best_fresh: bool,
+    /// When attempts search (`[harness] candidates`): the best state so
+    /// far to repair ([`EditCheck::best_to_repair`]), when no state to
+    /// build on is shown.
+    pub repair: Option<BestFiles>,
 }
 
 /// The best attempt so far as `edit_check` holds it at `step`, as the next
@@ -46,6 +50,7 @@ pub fn attempt_from<'e>(
         best,
         last_broke: edit_check.last_broke(),
         found_echoed: edit_check.found_echoed(),
+        repair: None,
     }
 }
 
@@ -92,6 +97,9 @@ impl<'a> Attempts<'a> {
             .best
             .as_ref()
             .filter(|_| attempt_builds_on_best(n) || from.best_fresh);
+        if let (None, Some(repair)) = (best, from.repair.as_ref()) {
+            return self.repair_message(repair, n);
+        }
         // Files as found that an attempt wrote back unchanged are not shown again.
         let anew_now = best.is_none() && (attempt_is_anew(n) || from.found_echoed);
         let failing = self.failing.as_deref();
@@ -122,6 +130,26 @@ impl<'a> Attempts<'a> {
             _ => failing.to_string(),
         };
         messages::attempt_message(self.config, &files, self.files, &failing, n, kind)
+    }
+
+    /// Attempt `n` repairs `best`, shown as it is with what its check says
+    /// (its failing tests and their assertions): the search keeps the best
+    /// candidate, and its repair keeps what already passes there.
+    fn repair_message(&self, best: &BestFiles, n: u32) -> Option<String> {
+        let files = messages::files_for_attempt(
+            self.config,
+            self.workspace,
+            self.files,
+            &Shown::Best(best),
+        );
+        messages::attempt_message(
+            self.config,
+            &files,
+            self.files,
+            &best.summary,
+            n,
+            AttemptKind::Repairs,
+        )
     }
 
     /// The session's first message when its check fails at the start: attempt 1.

@@ -110,6 +110,8 @@ pub enum AttemptKind<'b> {
     AsFound,
     /// The state the attempt builds on ([`EditCheck::best_to_build_on`](crate::confined::edit_check::EditCheck::best_to_build_on)).
     Builds(&'b BestFiles),
+    /// The best state so far, to repair ([`EditCheck::best_to_repair`](crate::confined::edit_check::EditCheck::best_to_repair)).
+    Repairs,
 }
 
 /// The message a whole-file session's attempt `attempt` starts from: the
@@ -144,6 +146,13 @@ pub fn attempt_message(
     let check = feature.check.as_deref().unwrap_or("");
     let (said, asked) = match kind {
         AttemptKind::Builds(best) => builds_on(best, check, failing),
+        AttemptKind::Repairs => (
+            format!(
+                "The best attempt so far is shown above under \"{TO_CHANGE_HEADING}\". Its check `{check}` on it: {failing}"
+            ),
+            "Change it so that the failing tests pass too, keeping every test that passes now passing."
+                .to_string(),
+        ),
         AttemptKind::First => (
             format!("Its check `{check}` fails now: {failing}"),
             format!("Write {names} so that every test passes."),

@@ -4,6 +4,7 @@
 
 mod attempts;
 mod blocks;
+mod candidates;
 mod earlier_work;
 mod messages;
 mod opening;

@@ -11,7 +11,15 @@ use std::ops::Range;
 
 use crate::broker::WorkerLink;
 use crate::confined::edit_check::EditCheck;
-use crate::model::{ChatRequest, ToolCall};
+use crate::model::{ChatRequest, ChatResponse, ToolCall};
+
+/// Which of the candidates answering one request the loop takes as the
+/// answer, and what to record of the choice.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chosen {
+    pub index: usize,
+    pub notice: Option<String>,
+}
 
 /// What the loop lends a strategy for one decision.
 pub struct Turn<'t> {
@@ -45,7 +53,8 @@ pub struct FileWrites {
 /// a fixed order each turn: [`Self::shape`] the request; on the answer,
 /// [`Self::answer_cut`] when the harness cut it, [`Self::file_writes`]
 /// when it holds no structured call, [`Self::ran_nothing`] when nothing in
-/// it runs; after its calls ran, [`Self::after_calls`]; when the model
+/// it runs (when [`Self::candidates`] asks for several answers,
+/// [`Self::choose`] first takes one of them); after its calls ran, [`Self::after_calls`]; when the model
 /// stops calling tools, [`Self::before_end`] before the check rounds.
 pub trait Strategy {
     /// The next request as this strategy sends it: its system prompt,
@@ -82,6 +91,18 @@ pub trait Strategy {
 
     /// How to work with the tools, told to a model that called none.
     fn how_to_work(&self) -> &'static str;
+
+    /// How many answers to ask for the next request at once: its
+    /// candidates, of which [`Self::choose`] takes one. 1: one answer.
+    fn candidates(&self, _turn: Turn<'_>) -> u32 {
+        1
+    }
+
+    /// Which of the candidates answering one request is the answer, and
+    /// what to record of the choice.
+    fn choose(&mut self, _answers: &[ChatResponse]) -> Chosen {
+        Chosen::default()
+    }
 
     /// Before the first model call: what the harness can do without the
     /// model. Some: the session is done, and what was done.

@@ -16,15 +16,16 @@ use std::path::Path;
 
 use super::attempts::{attempt_from, AttemptFrom, Attempts};
 use super::blocks::Blocks;
+use super::candidates::Judge;
 use super::earlier_work::Trial;
 use super::messages;
-use super::seam::{FileWrites, Restart, Strategy, Turn};
+use super::seam::{Chosen, FileWrites, Restart, Strategy, Turn};
 use crate::broker::WorkerLink;
 use crate::config::HarnessSettings;
 use crate::confined::checks::SessionChecks;
 use crate::confined::edit_check::{failing_summary, EditCheck};
 use crate::confined::prompt;
-use crate::model::{ChatRequest, ToolCall};
+use crate::model::{ChatRequest, ChatResponse, ToolCall};
 use crate::protocol::WorkerConfig;
 
 /// Fresh starts a whole-file session gets when its model keeps changing
@@ -118,7 +119,11 @@ impl<'a> WholeFile<'a> {
 
     /// The best attempt so far, as the next attempt's message shows it.
     fn attempt_from<'e>(&self, edit_check: &'e EditCheck, step: u32) -> AttemptFrom<'e> {
-        attempt_from(edit_check, self.checks, self.workspace, self.files, step)
+        let mut from = attempt_from(edit_check, self.checks, self.workspace, self.files, step);
+        if self.settings.searches() {
+            from.repair = edit_check.best_to_repair(self.workspace, self.files);
+        }
+        from
     }
 
     /// The message of the next attempt, given the best so far.
@@ -307,6 +312,30 @@ impl Strategy for WholeFile<'_> {
 
     fn how_to_work(&self) -> &'static str {
         "write each file whole in a fenced code block with its path alone on the line before, and call `bash` to run commands and commit"
+    }
+
+    /// An attempt while the check fails asks for `[harness] candidates`
+    /// answers (attempt 1) or `repair_candidates` (the later ones); the
+    /// rest of the session, one.
+    fn candidates(&self, turn: Turn<'_>) -> u32 {
+        let failing = turn.edit_check.is_some_and(|e| !e.passed());
+        if !self.attempting || self.attempts.is_none() || !failing {
+            return 1;
+        }
+        match self.restarted {
+            0 => self.settings.candidates,
+            _ => self.settings.repair_candidates,
+        }
+    }
+
+    fn choose(&mut self, answers: &[ChatResponse]) -> Chosen {
+        let judge = Judge {
+            workspace: self.workspace,
+            checks: self.checks,
+            files: self.files,
+            blocks: self.blocks(),
+        };
+        judge.choose(answers, self.restarted + 1)
     }
 
     fn before_first_turn(

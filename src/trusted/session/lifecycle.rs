@@ -155,6 +155,7 @@ pub async fn run_session(
         profile: &project.profile.name,
         proxy: crate::sandbox::proxy::Channel::for_spec(&spec)?,
         subagent_model: plan.subagent_model.clone(),
+        max_candidates: config.harness.max_candidates(),
     };
     phases.mark("prepare");
     let run = serve::serve(launch, provider, &mut transcript, reporter, interrupt).await?;

@@ -2,6 +2,7 @@
 //! confinement, the served worker, who failed when it was not accepted, the import of its
 //! work, signals, and crash recovery of sessions left unrecorded.
 
+pub(crate) mod candidates;
 pub(crate) mod confinement;
 pub(crate) mod dependencies;
 pub(crate) mod failpoint;

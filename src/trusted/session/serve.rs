@@ -25,6 +25,7 @@ use anyhow::Context;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::time::Sleep;
 
+use super::candidates;
 use super::signals::Interrupt;
 use crate::broker::{self, OrchestratorMessage, SessionEvent, WorkerMessage, WorkerReport};
 use crate::config::BudgetSection;
@@ -126,6 +127,9 @@ pub struct Launch<'a> {
     pub proxy: Option<crate::sandbox::proxy::Channel>,
     /// The model of the session's `task` subagents, when not the session's own.
     pub subagent_model: Option<Arc<dyn Provider>>,
+    /// The most candidates of one request served at once (`[harness]
+    /// candidates`, `repair_candidates`), whatever the worker asks.
+    pub max_candidates: u32,
 }
 
 /// `--max-cost`: what the run's sessions have spent so far, live, against the limit.
@@ -288,21 +292,47 @@ pub async fn serve(
                 };
                 let spent_before = run.cost_usd;
                 let answer = answer(result, index, &mut run, transcript, stops.take_notice())?;
-                reporter.model_usage(launch.number, run.usage, run.cost_usd);
-                if let OrchestratorMessage::ModelResponse { response, .. } = &answer {
-                    reporter.tools_requested(launch.number, &response.tool_calls);
-                }
-                let spent = run.cost_usd - spent_before;
-                if launch.cost_limit.as_ref().is_some_and(|c| c.add(spent)) {
-                    run.stop = Stop::CostLimit;
+                let sent = Sent {
+                    answer: &answer,
+                    spent_before,
+                    index,
+                };
+                if !send(&launch, &mut run, reporter, &mut write, sent).await? {
                     break;
                 }
-                if index >= 1 {
-                    super::failpoint::hit("agent-loop", launch.number).await;
+            }
+            WorkerMessage::ModelCandidates {
+                request,
+                count,
+                temperature,
+            } => {
+                if let Some(reason) = spent(&launch.budget, &run) {
+                    run.over_budget = Some(reason);
+                    run.stop = Stop::Budget;
+                    break;
                 }
-                let mut out = serde_json::to_vec(&answer)?;
-                out.push(b'\n');
-                if write.write_all(&out).await.is_err() {
+                let left = launch.budget.steps.saturating_sub(run.requests);
+                let k = candidates::allowed(count, launch.max_candidates, left);
+                let batch = candidates::Batch::new(request, k, temperature, run.requests);
+                run.requests += k;
+                let asked = batch.complete(provider.as_ref(), launch.number, reporter);
+                let served = match stops.race(asked).await {
+                    Ok(served) => served,
+                    Err(stop) => {
+                        batch.record_unanswered(transcript)?;
+                        run.stop = stop;
+                        break;
+                    }
+                };
+                let spent_before = run.cost_usd;
+                let notice = stops.take_notice();
+                let answer = record_candidates(&batch, served, &mut run, transcript, notice)?;
+                let sent = Sent {
+                    answer: &answer,
+                    spent_before,
+                    index: batch.first_index + k - 1,
+                };
+                if !send(&launch, &mut run, reporter, &mut write, sent).await? {
                     break;
                 }
             }
@@ -503,6 +533,71 @@ pub fn spent(limits: &BudgetSection, run: &WorkerRun) -> Option<String> {
     Some(format!(
         "budget: {what} reached, counted by the orchestrator; the worker asked for more and was stopped"
     ))
+}
+
+/// Record each candidate's request with its retries and answer, in order
+/// (the transcript reads as if they had been asked one after another),
+/// count what they spent, and make the worker's answer.
+fn record_candidates(
+    batch: &candidates::Batch,
+    served: Vec<candidates::Served>,
+    run: &mut WorkerRun,
+    transcript: &mut Transcript,
+    notice: Option<String>,
+) -> anyhow::Result<OrchestratorMessage> {
+    let mut answers = Vec::new();
+    for ((index, request), served) in batch.numbered().zip(served) {
+        transcript.append(&Entry::Request {
+            index,
+            request: request.clone(),
+            model: None,
+        })?;
+        for note in served.retries {
+            transcript.append(&Entry::Retry {
+                index,
+                attempt: note.attempt,
+                reason: note.reason,
+                wait_ms: note.wait_ms,
+            })?;
+        }
+        answers.push(answer(served.result, index, run, transcript, None)?);
+    }
+    Ok(candidates::reply(answers, batch.len(), notice))
+}
+
+/// An answer to send the worker: what the session had spent before it,
+/// and the index of its (last) request.
+struct Sent<'a> {
+    answer: &'a OrchestratorMessage,
+    spent_before: f64,
+    index: u32,
+}
+
+/// Show what an answer spent, count it against `--max-cost` and send it
+/// to the worker. False: serving ends (the run's cost limit is reached, or
+/// the worker is gone).
+async fn send(
+    launch: &Launch<'_>,
+    run: &mut WorkerRun,
+    reporter: &Reporter,
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+    sent: Sent<'_>,
+) -> anyhow::Result<bool> {
+    reporter.model_usage(launch.number, run.usage, run.cost_usd);
+    if let OrchestratorMessage::ModelResponse { response, .. } = sent.answer {
+        reporter.tools_requested(launch.number, &response.tool_calls);
+    }
+    let spent = run.cost_usd - sent.spent_before;
+    if launch.cost_limit.as_ref().is_some_and(|c| c.add(spent)) {
+        run.stop = Stop::CostLimit;
+        return Ok(false);
+    }
+    if sent.index >= 1 {
+        super::failpoint::hit("agent-loop", launch.number).await;
+    }
+    let mut out = serde_json::to_vec(sent.answer)?;
+    out.push(b'\n');
+    Ok(write.write_all(&out).await.is_ok())
 }
 
 /// Turn the provider's result into the answer for the worker, recording it.
