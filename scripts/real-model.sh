@@ -25,7 +25,8 @@
 #                              [--specs-dir DIR] [--modes bare,bestof,minimal,longrun]
 #                              [--sessions N] [--session-steps N] [--session-secs S] [--task-hours H]
 #                              [--spec-minutes M] [--bestof-secs S] [--parallel N]
-#                              [--features per-test|one] [--keep DIR]
+#                              [--features per-test|one] [--candidates N] [--repair-candidates M]
+#                              [--keep DIR]
 #   --dry-run  print what would run (downloads, build, server, benchmark); run nothing
 #   --setup-only  build or install llama-server and the models, then stop (no server, no benchmark)
 #   --path tasks (default): each task with its tests given; whole: each spec through longrun init and
@@ -37,6 +38,9 @@
 #   --parallel N  best-of-N's requests at once (default: the server's slots)
 #   --features per-test (default): the initializer writes one feature per test; one: a single
 #              feature whose check runs every test
+#   --candidates N, --repair-candidates M  longrun's search: N answers to a session's first attempt,
+#              M to each repair, asked at once and judged by the check (default 1 and 1; serve as
+#              many slots with LLAMA_PARALLEL)
 #   --keep DIR keep each run's files and longrun project (transcripts) under DIR
 #   --tasks-dir DIR, --specs-dir DIR  your own tasks or specs instead of a set (see benches/README.md,
 #              "lift", and benches/lift/heldout/README.md)
@@ -64,7 +68,7 @@ while [ $# -gt 0 ]; do
         --dry-run) dry=1 ;;
         --setup-only) setup_only=1 ;;
         --models) models="$2"; shift ;;
-        --path|--set|--tasks|--specs|--tasks-dir|--specs-dir|--modes|--sessions|--session-steps|--session-secs|--task-hours|--spec-minutes|--bestof-secs|--parallel|--features|--keep)
+        --path|--set|--tasks|--specs|--tasks-dir|--specs-dir|--modes|--sessions|--session-steps|--session-secs|--task-hours|--spec-minutes|--bestof-secs|--parallel|--features|--candidates|--repair-candidates|--keep)
             [ $# -ge 2 ] || { echo "$1 needs a value (see --help)" >&2; exit 2; }
             lift_args+=("$1" "$2"); shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;

@@ -41,7 +41,8 @@ logic and the held-out work.
 Usage:
   lift.py --base-url http://127.0.0.1:18080/v1 --model qwen2.5-coder-1.5b-instruct \
           [--set test|dev|tuned] [--tasks a,b] [--modes bare,bestof,minimal,longrun] \
-          [--longrun target/debug/longrun] [--temperature 0] [--json out.json]
+          [--longrun target/debug/longrun] [--temperature 0] [--json out.json] \
+          [--candidates N] [--repair-candidates M]
   lift.py --path whole [--set test|dev] [--specs a,b] [--spec-minutes 30] [--json out.json]
   lift.py --results-md run-1.5b.json run-0.5b.json > benches/lift/RESULTS.md
 """
@@ -88,6 +89,12 @@ LONGRUN_BUDGET = {"sessions": 40, "steps": 40, "secs": 300, "hours": 1.0}
 # test (its check runs that test alone), so what passes lands on main one
 # verified step at a time (--features).
 FEATURES = {"split": "per-test"}
+# longrun's search ([harness] candidates, repair_candidates): answers asked at
+# once for the first attempt of a session and for each later one, each judged
+# by the feature's check, the best kept (--candidates, --repair-candidates).
+# 1 and 1: one answer per attempt, longrun's default. The server needs as many
+# slots (llama-server --parallel, LLAMA_PARALLEL) to serve them at once.
+SEARCH = {"candidates": 1, "repair_candidates": 1}
 TEST_TIMEOUT = 120
 
 
@@ -514,7 +521,15 @@ wall_time_secs = {LONGRUN_BUDGET["secs"]}
 [checks]
 commands = []
 timeout_secs = 120
-{PICK if FEATURES["split"] == "per-test" else ""}"""
+{PICK if FEATURES["split"] == "per-test" else ""}{search_toml()}"""
+
+
+def search_toml():
+    """[harness] candidates and repair_candidates, when either is not longrun's default."""
+    if SEARCH == {"candidates": 1, "repair_candidates": 1}:
+        return ""
+    return (f"\n[harness]\ncandidates = {SEARCH['candidates']}\n"
+            f"repair_candidates = {SEARCH['repair_candidates']}\n")
 
 
 # With one feature per test the features are independent: each failing one
@@ -768,7 +783,8 @@ def meta(args, argv, client):
             "path": args.path, "set": set_label(args),
             "budget": {"sessions": args.sessions, "session_steps": args.session_steps,
                        "session_secs": args.session_secs, "task_hours": args.task_hours,
-                       "spec_minutes": args.spec_minutes, "features": args.features},
+                       "spec_minutes": args.spec_minutes, "features": args.features,
+                       "candidates": args.candidates, "repair_candidates": args.repair_candidates},
             "temperature": args.temperature, "bestof_temperature": BESTOF["temperature"],
             "command": shlex.join(["python3", "benches/lift/lift.py", *argv])}
 
@@ -870,6 +886,12 @@ def parse_args(argv):
                     "from /props)")
     ap.add_argument("--features", choices=("one", "per-test"), default=FEATURES["split"],
                     help="longrun mode: one feature for all the tests, or one feature per test")
+    ap.add_argument("--candidates", type=int, default=SEARCH["candidates"],
+                    help="longrun mode: answers asked at once for a session's first attempt, each judged by "
+                    "the feature's check, the best kept ([harness] candidates; the server needs as many slots)")
+    ap.add_argument("--repair-candidates", type=int, default=SEARCH["repair_candidates"],
+                    help="longrun mode: the same for each later attempt, which repairs the best so far "
+                    "([harness] repair_candidates)")
     ap.add_argument("--json", help="also write the run (its meta data and rows) as JSON to this file")
     ap.add_argument("--results-md", nargs="+", metavar="JSON", help="print the RESULTS.md tables of these "
                     "--json files and exit")
@@ -900,6 +922,8 @@ def dry_run(tasks, modes, args):
                       + ("longrun's wall time on the task" if "longrun" in modes else f"{args.bestof_secs} s"))
             if mode == "longrun":
                 print(f"    features: {split_of(task)}")
+                if search_toml():
+                    print(f"    candidates: {SEARCH['candidates']}, then {SEARCH['repair_candidates']} per repair")
                 for cmd in longrun_commands(task, args.longrun, "PROJECT", "SPEC.md", "INIT.json",
                                             args.model, args.base_url):
                     print("    " + " ".join(cmd))
@@ -926,6 +950,10 @@ def main(argv=None):
     LONGRUN_BUDGET.update(sessions=args.sessions, steps=args.session_steps, secs=args.session_secs,
                           hours=args.task_hours)
     FEATURES["split"] = args.features
+    for name in ("candidates", "repair_candidates"):
+        if not 1 <= getattr(args, name) <= 16:
+            raise SystemExit(f"--{name.replace('_', '-')} {getattr(args, name)}: use a number from 1 to 16")
+    SEARCH.update(candidates=args.candidates, repair_candidates=args.repair_candidates)
     modes = chosen_modes(args)
     if args.path == "whole":
         import whole

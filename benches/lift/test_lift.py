@@ -404,6 +404,29 @@ class TestLongrunSetUp(unittest.TestCase):
         self.assertIn('[run]\npick = "least-failed"', per_test)
         self.assertNotIn("pick", one)
 
+    def test_candidates_are_written_into_longrun_toml_only_when_set(self):
+        saved = dict(lift.SEARCH)
+        try:
+            plain = lift.longrun_toml("m", "http://127.0.0.1:18080/v1", 0.0, 2048)
+            lift.SEARCH.update(candidates=8, repair_candidates=2)
+            search = lift.longrun_toml("m", "http://127.0.0.1:18080/v1", 0.0, 2048)
+        finally:
+            lift.SEARCH.update(saved)
+        self.assertNotIn("[harness]", plain)
+        self.assertNotIn("candidates", plain)
+        self.assertIn("[harness]\ncandidates = 8\nrepair_candidates = 2\n", search)
+        try:
+            import tomllib
+        except ImportError:  # Python before 3.11: the text is checked above
+            return
+        harness = tomllib.loads(search)["harness"]
+        self.assertEqual(harness, {"candidates": 8, "repair_candidates": 2})
+
+    def test_candidates_out_of_range_are_refused(self):
+        with self.assertRaises(SystemExit) as e:
+            lift.main(["--dry-run", "--tasks", "parse_duration", "--candidates", "0"])
+        self.assertIn("--candidates 0: use a number from 1 to 16", str(e.exception))
+
     def test_dry_run_prints_each_run_and_the_longrun_commands(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
