@@ -20,6 +20,17 @@ const NEG_TEST: &str = "import unittest\nfrom calc import neg\n\n\nclass TestF00
 /// Asserts nothing the stub could fail: passes with nothing built.
 const VACUOUS: &str = "import unittest\nimport calc\n\n\nclass TestF003(unittest.TestCase):\n    def test_exists(self):\n        self.assertTrue(hasattr(calc, 'half'))\n";
 
+/// The descriptions of the features on main, in order.
+fn descriptions_on_main(env: &Env) -> Vec<String> {
+    let list: Value = serde_json::from_str(&env.on_main("features.json").unwrap()).unwrap();
+    list["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["description"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A prepared longrun.toml with `[harness] initializer = "guided"` and `model`.
 fn guided_project(env: &Env, model: &str) {
     let dir = env.project();
@@ -104,15 +115,8 @@ fn a_spec_that_lists_its_features_is_the_plan_and_the_model_writes_only_tests() 
         !first.contains("List the features"),
         "no plan was asked: {first}"
     );
-    let list: Value = serde_json::from_str(&env.on_main("features.json").unwrap()).unwrap();
-    let descriptions: Vec<&str> = list["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["description"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        descriptions,
+        descriptions_on_main(&env),
         vec![
             "**Sum.** `add(a, b)` gives the sum.",
             "**Minus.** `neg(x)` gives minus x."
@@ -144,15 +148,8 @@ fn a_plan_that_leaves_out_a_named_function_is_sent_back_then_completed() {
         second.contains("the plan leaves out `neg`, `half`"),
         "{second}"
     );
-    let list: Value = serde_json::from_str(&env.on_main("features.json").unwrap()).unwrap();
-    let descriptions: Vec<&str> = list["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["description"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        descriptions,
+        descriptions_on_main(&env),
         vec!["`add(a, b)`: the sum", "`neg`: as SPEC.md describes it"]
     );
 }
